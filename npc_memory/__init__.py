@@ -1,0 +1,71 @@
+"""esper-npc-memory: persistent memory, relationships and gossip for esper NPCs.
+
+``npc_memory.install(...)`` adds the plugin to an esper world and returns its
+:class:`MemoryPlugin` facade; see the README for a tour.
+"""
+
+from npc_memory import events
+from npc_memory.bus import Subscription
+from npc_memory.clock import SECONDS_PER_DAY, GameClock
+from npc_memory.components import (
+    EpisodicMemory,
+    Memory,
+    ProceduralMemory,
+    Relationship,
+    SemanticMemory,
+    Stage,
+    TriggerContext,
+)
+from npc_memory.content import Pack, load_pack
+from npc_memory.errors import (
+    AlreadyInstalledError,
+    DuplicateKeyError,
+    EventHandlerError,
+    InvalidArgumentError,
+    MemoryCapacityError,
+    NotInstalledError,
+    NpcMemoryError,
+    PackError,
+    PrivacyError,
+    UnknownContentError,
+    UnknownEntityError,
+    VersionConflictError,
+)
+from npc_memory.plugin import MemoryPlugin, Ref, get_plugin, install, uninstall
+from npc_memory.query import MemoryQuery
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SECONDS_PER_DAY",
+    "AlreadyInstalledError",
+    "DuplicateKeyError",
+    "EpisodicMemory",
+    "EventHandlerError",
+    "GameClock",
+    "InvalidArgumentError",
+    "Memory",
+    "MemoryCapacityError",
+    "MemoryPlugin",
+    "MemoryQuery",
+    "NotInstalledError",
+    "NpcMemoryError",
+    "Pack",
+    "PackError",
+    "PrivacyError",
+    "ProceduralMemory",
+    "Ref",
+    "Relationship",
+    "SemanticMemory",
+    "Stage",
+    "Subscription",
+    "TriggerContext",
+    "UnknownContentError",
+    "UnknownEntityError",
+    "VersionConflictError",
+    "events",
+    "get_plugin",
+    "install",
+    "load_pack",
+    "uninstall",
+]

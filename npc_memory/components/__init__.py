@@ -1,0 +1,63 @@
+"""ECS components: pure data attached once per NPC or player, then mutated in place."""
+
+from npc_memory.components.identity import (
+    FactionMember,
+    Identity,
+    Location,
+    NpcTraits,
+    PlayerProfile,
+)
+from npc_memory.components.memory import (
+    MEMORY_KINDS,
+    SCOPES,
+    VALENCES,
+    EpisodicMemory,
+    Memory,
+    MemoryBank,
+    MemoryKind,
+    MemoryRecord,
+    PairMemories,
+    ProceduralMemory,
+    SafetyFlag,
+    Scope,
+    SemanticMemory,
+    TriggerContext,
+    Valence,
+    kind_of,
+)
+from npc_memory.components.relationship import (
+    DIMENSIONS,
+    Dimension,
+    Relationship,
+    Relationships,
+    Stage,
+)
+
+__all__ = [
+    "DIMENSIONS",
+    "MEMORY_KINDS",
+    "SCOPES",
+    "VALENCES",
+    "Dimension",
+    "EpisodicMemory",
+    "FactionMember",
+    "Identity",
+    "Location",
+    "Memory",
+    "MemoryBank",
+    "MemoryKind",
+    "MemoryRecord",
+    "NpcTraits",
+    "PairMemories",
+    "PlayerProfile",
+    "ProceduralMemory",
+    "Relationship",
+    "Relationships",
+    "SafetyFlag",
+    "Scope",
+    "SemanticMemory",
+    "Stage",
+    "TriggerContext",
+    "Valence",
+    "kind_of",
+]

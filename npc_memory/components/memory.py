@@ -1,0 +1,128 @@
+"""Memory records and the per-NPC MemoryBank component.
+
+Records are immutable msgspec Structs untracked by the garbage collector; an update
+replaces a record. Times are game seconds, ranges are [0, 1] unless stated.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+MemoryKind = Literal["episodic", "semantic", "procedural"]
+Valence = Literal["positive", "neutral", "negative"]
+Scope = Literal["session", "player", "social", "profile", "anon"]
+SafetyFlag = Literal["clean", "suspect", "redacted"]
+
+MEMORY_KINDS: tuple[MemoryKind, ...] = ("episodic", "semantic", "procedural")
+VALENCES: tuple[Valence, ...] = ("positive", "neutral", "negative")
+SCOPES: tuple[Scope, ...] = ("session", "player", "social", "profile", "anon")
+
+
+class TriggerContext(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
+    """When a procedural pattern applies (all optional)."""
+
+    location_type: str | None = None
+    interaction_type: str | None = None
+    time_of_day: str | None = None
+    present_entity_tags: tuple[str, ...] = ()
+
+
+class MemoryRecord(
+    msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="kind"
+):
+    """Fields shared by every memory kind.
+
+    ``importance``: author-assigned weight; ``confidence``: certainty; ``intensity``:
+    emotional intensity; all in [0, 1]. ``created`` and ``last_accessed`` are game
+    seconds. ``locked`` memories are never decayed or evicted.
+    """
+
+    id: str
+    content: str
+    tags: tuple[str, ...] = ()
+    importance: float = 0.5
+    confidence: float = 1.0
+    valence: Valence = "neutral"
+    intensity: float = 0.0
+    created: float = 0.0
+    last_accessed: float = 0.0
+    access_count: int = 0
+    locked: bool = False
+    safety: SafetyFlag = "clean"
+    scope: Scope = "session"
+    room: str | None = None
+    source_conversation: str | None = None
+
+
+class EpisodicMemory(MemoryRecord, frozen=True, gc=False, tag="episodic"):
+    """A specific event with a time and place."""
+
+
+class SemanticMemory(MemoryRecord, frozen=True, gc=False, tag="semantic"):
+    """A general fact, often derived from several episodes (``source_episodes`` ids)."""
+
+    source_episodes: tuple[str, ...] = ()
+
+
+class ProceduralMemory(MemoryRecord, frozen=True, gc=False, tag="procedural"):
+    """A behavioural pattern, strengthened each time it is seen again."""
+
+    pattern: str = ""
+    trigger: TriggerContext = TriggerContext()
+    reinforcement: int = 1
+
+
+Memory = EpisodicMemory | SemanticMemory | ProceduralMemory
+"""Any memory record (a tagged union on ``kind``)."""
+
+
+def kind_of(memory: Memory) -> MemoryKind:
+    """The kind of a memory record."""
+    if isinstance(memory, EpisodicMemory):
+        return "episodic"
+    if isinstance(memory, SemanticMemory):
+        return "semantic"
+    return "procedural"
+
+
+class PairMemories(msgspec.Struct, kw_only=True):
+    """The memories an NPC holds about one player (or about the world), by kind."""
+
+    episodic: list[EpisodicMemory] = msgspec.field(default_factory=list)
+    semantic: list[SemanticMemory] = msgspec.field(default_factory=list)
+    procedural: list[ProceduralMemory] = msgspec.field(default_factory=list)
+
+    def all(self) -> list[Memory]:
+        """Every memory of the pair, episodic first, each kind in insertion order."""
+        return [*self.episodic, *self.semantic, *self.procedural]
+
+    def __len__(self) -> int:
+        return len(self.episodic) + len(self.semantic) + len(self.procedural)
+
+
+class MemoryBank(msgspec.Struct, kw_only=True):
+    """Every memory of one NPC: ``players`` by player key, ``world`` for world-scoped
+    memories. ``next_id`` numbers new memories (ids are unique within the NPC)."""
+
+    world: PairMemories = msgspec.field(default_factory=PairMemories)
+    players: dict[str, PairMemories] = msgspec.field(default_factory=dict)
+    next_id: int = 1
+
+    def pair(self, player: str | None) -> PairMemories | None:
+        """The memories about ``player`` (``None``: world-scoped), if any exist."""
+        return self.world if player is None else self.players.get(player)
+
+    def pair_for_write(self, player: str | None) -> PairMemories:
+        """The memories about ``player``, created empty when missing."""
+        if player is None:
+            return self.world
+        pair = self.players.get(player)
+        if pair is None:
+            pair = self.players[player] = PairMemories()
+        return pair
+
+    def count(self) -> int:
+        """Number of memories in the bank."""
+        return len(self.world) + sum(len(p) for p in self.players.values())

@@ -1,0 +1,72 @@
+"""NPC → player relationships, the Relationships component."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+import msgspec
+
+Dimension = Literal["trust", "fear", "respect", "loyalty", "friendliness", "romantic_interest"]
+DIMENSIONS: tuple[Dimension, ...] = (
+    "trust",
+    "fear",
+    "respect",
+    "loyalty",
+    "friendliness",
+    "romantic_interest",
+)
+
+
+class Stage(StrEnum):
+    """Where a relationship stands. The positive ladder needs a meeting; the
+    negative side (rival, enemy) can be reached by reputation alone."""
+
+    ENEMY = "enemy"
+    RIVAL = "rival"
+    STRANGER = "stranger"
+    ACQUAINTANCE = "acquaintance"
+    FRIEND = "friend"
+    CLOSE_FRIEND = "close_friend"
+    TRUSTED_ALLY = "trusted_ally"
+
+
+class Relationship(msgspec.Struct, kw_only=True):
+    """How one NPC regards one player.
+
+    Dimensions are in [0, 1]; ``disposition`` in [-1, 1] summarises them. Times are
+    game seconds (``None`` before the first interaction). ``version`` grows by one
+    on every change (optimistic concurrency). ``active_thresholds`` names the
+    thresholds currently crossed, so a crossing fires its event once, also after a
+    restart.
+    """
+
+    trust: float = 0.5
+    fear: float = 0.0
+    respect: float = 0.5
+    loyalty: float = 0.5
+    friendliness: float = 0.5
+    romantic_interest: float = 0.0
+    disposition: float = 0.0
+    stage: Stage = Stage.STRANGER
+    interaction_count: int = 0
+    first_met: float | None = None
+    last_interaction: float | None = None
+    version: int = 0
+    active_thresholds: tuple[str, ...] = ()
+
+    def value(self, dimension: Dimension) -> float:
+        """The value of one dimension."""
+        value: float = getattr(self, dimension)
+        return value
+
+    @property
+    def has_met(self) -> bool:
+        """Whether the NPC has interacted with the player at least once."""
+        return self.interaction_count > 0
+
+
+class Relationships(msgspec.Struct, kw_only=True):
+    """Every relationship of one NPC, by player key."""
+
+    by_player: dict[str, Relationship] = msgspec.field(default_factory=dict)

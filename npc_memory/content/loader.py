@@ -1,0 +1,76 @@
+"""Loading content packs: bundled by name, or TOML files by path."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from npc_memory.content.schema import Pack
+from npc_memory.errors import PackError
+
+_BUNDLED = "npc_memory.content.packs"
+
+
+def bundled_packs() -> list[str]:
+    """Names of the packs shipped with the plugin."""
+    return sorted(
+        entry.name.removesuffix(".toml")
+        for entry in resources.files(_BUNDLED).iterdir()
+        if entry.name.endswith(".toml")
+    )
+
+
+def load_pack(source: str | Path) -> Pack:
+    """Load and validate a pack: a bundled pack name (``"village"``) or a TOML path.
+
+    Raises :class:`PackError` naming the file, every failing field path and the
+    problem; a pack with any error yields nothing.
+    """
+    if isinstance(source, str) and source in bundled_packs():
+        text = resources.files(_BUNDLED).joinpath(f"{source}.toml").read_text("utf-8")
+        return parse_pack(text, source=f"bundled pack '{source}'")
+    path = Path(source)
+    if not path.is_file():
+        hint = f"; bundled packs: {', '.join(bundled_packs())}" if path.suffix == "" else ""
+        raise PackError(str(path), [("", f"no such pack file{hint}")])
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PackError(str(path), [("", f"cannot read: {exc}")]) from exc
+    return parse_pack(text, source=str(path))
+
+
+def parse_pack(text: str, *, source: str = "<string>") -> Pack:
+    """Validate the TOML ``text`` of a pack; ``source`` names it in errors."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PackError(source, [("", f"invalid TOML: {exc}")]) from exc
+    return validate_pack(data, source=source)
+
+
+def validate_pack(data: dict[str, Any], *, source: str = "<data>") -> Pack:
+    """Validate an already-parsed pack document."""
+    try:
+        return Pack.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise PackError(source, _problems(exc)) from exc
+
+
+def _problems(exc: pydantic.ValidationError) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    for error in exc.errors(include_url=False):
+        path = ".".join(str(part) for part in error["loc"])
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif error["type"] == "missing":
+            message = "required field is missing"
+        elif "input" in error and error["type"] not in ("value_error", "assertion_error"):
+            message = f"{message} (got {error['input']!r})"
+        problems.append((path, message.removeprefix("Value error, ")))
+    return problems

@@ -1,0 +1,289 @@
+"""The content-pack schema: factions, archetypes, relationship rules, caps, budgets.
+
+A pack is TOML validated by these pydantic models; every model forbids unknown
+fields, so a typo is an error rather than a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+
+from npc_memory.components.memory import Valence
+from npc_memory.components.relationship import Dimension
+
+Attitude = Literal["allied", "friendly", "neutral", "unfriendly", "hostile"]
+Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Delta = Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False)]
+Key = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_\-]*$")]
+
+DEFAULT_ATTITUDE_MODIFIERS: dict[Attitude, float] = {
+    "allied": 0.3,
+    "friendly": 0.1,
+    "neutral": 0.0,
+    "unfriendly": -0.1,
+    "hostile": -0.3,
+}
+
+DEFAULT_TAG_RULES: dict[str, dict[Dimension, float]] = {
+    "helpful": {"trust": 0.05, "friendliness": 0.03, "respect": 0.02},
+    "combat": {"respect": 0.04, "fear": -0.02},
+    "heroic": {"trust": 0.06, "respect": 0.05},
+    "trade": {"trust": 0.02, "friendliness": 0.01},
+    "threat": {"trust": -0.08, "fear": 0.06},
+    "betrayal": {"trust": -0.15, "loyalty": -0.10, "friendliness": -0.08},
+    "gift": {"friendliness": 0.04, "loyalty": 0.02},
+    "insult": {"friendliness": -0.06, "respect": -0.03},
+}
+
+DEFAULT_VALENCE_ADJUSTMENTS: dict[Valence, dict[Dimension, float]] = {
+    "positive": {"friendliness": 0.02, "trust": 0.01},
+    "neutral": {},
+    "negative": {"friendliness": -0.02, "trust": -0.01},
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PackInfo(_Model):
+    """Name and version of the pack."""
+
+    name: Key
+    version: str = "1"
+    description: str = ""
+
+
+class Faction(_Model):
+    """A faction and its attitude towards other factions (by faction key).
+
+    A faction not listed is regarded as ``neutral``; a faction's own members as
+    ``friendly`` unless ``attitudes`` says otherwise.
+    """
+
+    name: str | None = None
+    description: str = ""
+    attitudes: dict[Key, Attitude] = Field(default_factory=dict)
+
+
+class Traits(_Model):
+    """Personality traits of an archetype, each in [0, 1]."""
+
+    sociability: Unit = 0.5
+    gossip_drive: Unit = 0.5
+    credulity: Unit = 0.5
+    faction_loyalty: Unit = 0.5
+
+
+class Archetype(_Model):
+    """A kind of NPC: persona for prompts, default faction, traits."""
+
+    name: str | None = None
+    role: str = ""
+    persona: str = ""
+    faction: Key | None = None
+    traits: Traits = Traits()
+    will_discuss: list[str] = Field(default_factory=list)
+    wont_discuss: list[str] = Field(default_factory=list)
+
+
+class Baseline(_Model):
+    """Dimension values of a relationship before faction attitude applies."""
+
+    trust: Unit = 0.5
+    fear: Unit = 0.0
+    respect: Unit = 0.5
+    loyalty: Unit = 0.5
+    friendliness: Unit = 0.5
+    romantic_interest: Unit = 0.0
+
+
+class DispositionWeights(_Model):
+    """disposition = Σ w·(2·value − 1) over trust, friendliness, respect, loyalty,
+    minus ``fear``·fear, clamped to [-1, 1]. The four positive weights sum to 1."""
+
+    trust: Unit = 0.35
+    friendliness: Unit = 0.35
+    respect: Unit = 0.15
+    loyalty: Unit = 0.15
+    fear: Unit = 0.25
+
+    @model_validator(mode="after")
+    def _weights_sum_to_one(self) -> DispositionWeights:
+        total = self.trust + self.friendliness + self.respect + self.loyalty
+        if not math.isclose(total, 1.0, abs_tol=1e-6):
+            raise ValueError(
+                f"trust + friendliness + respect + loyalty must sum to 1, got {total:g}"
+            )
+        return self
+
+
+class Threshold(_Model):
+    """A dimension level whose crossing fires an event once per crossing.
+
+    ``event`` names the event type (a class in ``npc_memory.events``); any other name
+    fires the generic ``RelationshipThresholdCrossed`` with ``threshold`` = ``name``.
+    """
+
+    name: Key
+    dimension: Dimension
+    direction: Literal["above", "below"]
+    value: Unit
+    event: str | None = None
+
+
+DEFAULT_THRESHOLDS: tuple[Threshold, ...] = (
+    Threshold(name="hostile", dimension="trust", direction="below", value=0.2, event="Hostile"),
+    Threshold(
+        name="trusted_ally", dimension="trust", direction="above", value=0.8, event="TrustedAlly"
+    ),
+    Threshold(name="cowed", dimension="fear", direction="above", value=0.7, event="Cowed"),
+    Threshold(
+        name="respected", dimension="respect", direction="above", value=0.8, event="Respected"
+    ),
+    Threshold(
+        name="best_friend",
+        dimension="friendliness",
+        direction="above",
+        value=0.9,
+        event="BestFriend",
+    ),
+    Threshold(
+        name="despised", dimension="friendliness", direction="below", value=0.1, event="Despised"
+    ),
+)
+
+
+class StageLadder(_Model):
+    """Disposition levels at which a relationship enters each stage.
+
+    A stage is left only when disposition moves ``hysteresis`` past its entry level,
+    so a relationship hovering at a boundary does not flicker between stages.
+    """
+
+    friend: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.3
+    close_friend: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.5
+    trusted_ally: Annotated[float, Field(gt=0.0, le=1.0)] = 0.7
+    rival: Annotated[float, Field(lt=0.0, gt=-1.0)] = -0.3
+    enemy: Annotated[float, Field(lt=0.0, ge=-1.0)] = -0.6
+    hysteresis: Annotated[float, Field(ge=0.0, le=0.2)] = 0.05
+
+    @model_validator(mode="after")
+    def _ordered(self) -> StageLadder:
+        if not self.friend < self.close_friend < self.trusted_ally:
+            raise ValueError("need friend < close_friend < trusted_ally")
+        if not self.enemy < self.rival:
+            raise ValueError("need enemy < rival")
+        if self.friend - self.hysteresis <= 0 or self.rival + self.hysteresis >= 0:
+            raise ValueError("hysteresis must be smaller than the gap to 0 of friend and rival")
+        return self
+
+
+class RelationshipRules(_Model):
+    """How relationships start and change.
+
+    ``tag_rules`` maps a memory tag to dimension deltas at full importance and
+    intensity; entries are merged over the built-in rules (helpful, combat, heroic,
+    trade, threat, betrayal, gift, insult), and a tag mapped to ``{}`` is neutral.
+    """
+
+    baseline: Baseline = Baseline()
+    attitude_modifiers: dict[Attitude, Delta] = Field(
+        default_factory=lambda: dict(DEFAULT_ATTITUDE_MODIFIERS)
+    )
+    disposition_weights: DispositionWeights = DispositionWeights()
+    tag_rules: dict[Key, dict[Dimension, Delta]] = Field(
+        default_factory=lambda: {k: dict(v) for k, v in DEFAULT_TAG_RULES.items()}
+    )
+    valence_adjustments: dict[Valence, dict[Dimension, Delta]] = Field(
+        default_factory=lambda: {k: dict(v) for k, v in DEFAULT_VALENCE_ADJUSTMENTS.items()}
+    )
+    thresholds: tuple[Threshold, ...] = DEFAULT_THRESHOLDS
+    threshold_rearm: Annotated[float, Field(ge=0.0, le=0.5)] = 0.05
+    stages: StageLadder = StageLadder()
+
+    @field_validator("attitude_modifiers", mode="before")
+    @classmethod
+    def _merge_attitudes(cls, value: Any) -> Any:
+        return {**DEFAULT_ATTITUDE_MODIFIERS, **value} if isinstance(value, dict) else value
+
+    @field_validator("tag_rules", mode="before")
+    @classmethod
+    def _merge_tag_rules(cls, value: Any) -> Any:
+        return {**DEFAULT_TAG_RULES, **value} if isinstance(value, dict) else value
+
+    @field_validator("valence_adjustments", mode="before")
+    @classmethod
+    def _merge_valence(cls, value: Any) -> Any:
+        return {**DEFAULT_VALENCE_ADJUSTMENTS, **value} if isinstance(value, dict) else value
+
+    @field_validator("thresholds")
+    @classmethod
+    def _unique_threshold_names(cls, value: tuple[Threshold, ...]) -> tuple[Threshold, ...]:
+        names = [t.name for t in value]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate threshold names: {', '.join(duplicates)}")
+        return value
+
+
+class MemoryRules(_Model):
+    """Memory salience and caps per NPC–player pair."""
+
+    recency_days: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 30.0
+    episodic_cap: PositiveInt = 200
+    semantic_cap: PositiveInt = 50
+    procedural_cap: PositiveInt = 20
+
+
+class Budgets(_Model):
+    """Per-tick work budgets of the plugin's systems and its queue bounds."""
+
+    extraction_dispatch_per_tick: PositiveInt = 4
+    extraction_apply_per_tick: PositiveInt = 8
+    extraction_queue: PositiveInt = 200
+    gossip_exchanges_per_tick: PositiveInt = 3
+    decay_pairs_per_tick: PositiveInt = 50
+    consolidation_pairs_per_tick: PositiveInt = 5
+    snapshot_documents_per_tick: PositiveInt = 10
+    snapshot_interval: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 60.0
+
+
+class Pack(_Model):
+    """A whole content pack."""
+
+    pack: PackInfo
+    factions: dict[Key, Faction] = Field(default_factory=dict)
+    archetypes: dict[Key, Archetype] = Field(default_factory=dict)
+    relationships: RelationshipRules = RelationshipRules()
+    memory: MemoryRules = MemoryRules()
+    budgets: Budgets = Budgets()
+
+    @model_validator(mode="after")
+    def _references_exist(self) -> Pack:
+        problems: list[str] = []
+        for key, faction in self.factions.items():
+            problems += [
+                f"factions.{key}.attitudes.{other}: unknown faction '{other}'"
+                for other in faction.attitudes
+                if other not in self.factions
+            ]
+        problems += [
+            f"archetypes.{key}.faction: unknown faction '{archetype.faction}'"
+            for key, archetype in self.archetypes.items()
+            if archetype.faction is not None and archetype.faction not in self.factions
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def attitude(self, npc_faction: str | None, player_faction: str | None) -> Attitude:
+        """The attitude of members of ``npc_faction`` towards ``player_faction``."""
+        if npc_faction is None or player_faction is None:
+            return "neutral"
+        faction = self.factions[npc_faction]
+        default: Attitude = "friendly" if npc_faction == player_faction else "neutral"
+        return faction.attitudes.get(player_faction, default)

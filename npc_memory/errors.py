@@ -1,0 +1,69 @@
+"""The plugin's exceptions. Every error names what is wrong and where."""
+
+from __future__ import annotations
+
+
+class NpcMemoryError(Exception):
+    """Base class of every error raised by npc_memory."""
+
+
+class PackError(NpcMemoryError):
+    """A content pack could not be loaded; nothing from it was applied.
+
+    ``problems`` lists each ``(field path, message)`` found in ``source``.
+    """
+
+    def __init__(self, source: str, problems: list[tuple[str, str]]) -> None:
+        self.source = source
+        self.problems = problems
+        lines = [f"{path}: {message}" if path else message for path, message in problems]
+        super().__init__(f"invalid content pack {source}:\n  " + "\n  ".join(lines))
+
+
+class AlreadyInstalledError(NpcMemoryError):
+    """The plugin is already installed in that esper world."""
+
+
+class NotInstalledError(NpcMemoryError):
+    """No plugin is installed in that esper world."""
+
+
+class UnknownEntityError(NpcMemoryError, LookupError):
+    """An entity or key does not name an NPC or player known to the plugin."""
+
+
+class DuplicateKeyError(NpcMemoryError, ValueError):
+    """A stable key or entity is already registered with the plugin."""
+
+
+class UnknownContentError(NpcMemoryError, LookupError):
+    """A faction or archetype is not defined by the installed content pack."""
+
+
+class InvalidArgumentError(NpcMemoryError, ValueError):
+    """An argument is out of range, of the wrong kind, or not allowed."""
+
+
+class PrivacyError(NpcMemoryError, ValueError):
+    """A write would break the privacy model (scope, consent, game-only data)."""
+
+
+class MemoryCapacityError(NpcMemoryError):
+    """A memory cannot be stored: every slot of its kind holds a locked memory."""
+
+
+class VersionConflictError(NpcMemoryError):
+    """An optimistic-concurrency update saw a different relationship version."""
+
+
+class EventHandlerError(NpcMemoryError):
+    """One or more event handlers raised; every handler still ran.
+
+    ``errors`` holds the exceptions in handler order; the first is the ``__cause__``.
+    """
+
+    def __init__(self, errors: list[BaseException]) -> None:
+        self.errors = errors
+        super().__init__(
+            f"{len(errors)} event handler(s) raised; first: {errors[0]!r}"
+        )

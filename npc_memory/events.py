@@ -1,0 +1,93 @@
+"""Typed events the plugin emits; subscribe with ``plugin.on(EventType, handler)``.
+
+A handler subscribed to a base class (for instance :class:`RelationshipThresholdCrossed`)
+receives every subclass too. NPCs and players are named by their stable keys; the
+entity ids are for convenience within the live world.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from npc_memory.components.relationship import Dimension, Stage
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every plugin event; ``game_time`` in game seconds."""
+
+    game_time: float
+
+
+class RelationshipEvent(Event, frozen=True, kw_only=True):
+    """Something happened to how NPC ``npc`` regards player ``player``."""
+
+    npc: str
+    player: str
+    npc_entity: int
+    player_entity: int | None
+
+
+class RelationshipThresholdCrossed(RelationshipEvent, frozen=True, kw_only=True):
+    """A dimension crossed a threshold of the pack (fired once per crossing).
+
+    ``threshold`` is the threshold's name, ``limit`` its level, ``value`` the new value.
+    """
+
+    threshold: str
+    dimension: Dimension
+    direction: Literal["above", "below"]
+    limit: float
+    value: float
+
+
+class Hostile(RelationshipThresholdCrossed, frozen=True, kw_only=True):
+    """Trust fell below the hostile threshold (0.2 by default)."""
+
+
+class TrustedAlly(RelationshipThresholdCrossed, frozen=True, kw_only=True):
+    """Trust rose above the trusted-ally threshold (0.8 by default)."""
+
+
+class Cowed(RelationshipThresholdCrossed, frozen=True, kw_only=True):
+    """Fear rose above the cowed threshold (0.7 by default)."""
+
+
+class Respected(RelationshipThresholdCrossed, frozen=True, kw_only=True):
+    """Respect rose above the respected threshold (0.8 by default)."""
+
+
+class BestFriend(RelationshipThresholdCrossed, frozen=True, kw_only=True):
+    """Friendliness rose above the best-friend threshold (0.9 by default)."""
+
+
+class Despised(RelationshipThresholdCrossed, frozen=True, kw_only=True):
+    """Friendliness fell below the despise threshold (0.1 by default)."""
+
+
+class RelationshipStageChanged(RelationshipEvent, frozen=True, kw_only=True):
+    """The relationship moved from stage ``old`` to stage ``new``."""
+
+    old: Stage
+    new: Stage
+
+
+THRESHOLD_EVENTS: dict[str, type[RelationshipThresholdCrossed]] = {
+    cls.__name__: cls for cls in (Hostile, TrustedAlly, Cowed, Respected, BestFriend, Despised)
+}
+"""Event classes a pack threshold can name in its ``event`` field."""
+
+__all__ = [
+    "THRESHOLD_EVENTS",
+    "BestFriend",
+    "Cowed",
+    "Despised",
+    "Event",
+    "Hostile",
+    "RelationshipEvent",
+    "RelationshipStageChanged",
+    "RelationshipThresholdCrossed",
+    "Respected",
+    "TrustedAlly",
+]

@@ -1,0 +1,766 @@
+"""The plugin's entry point: ``install()``/``uninstall()`` and the :class:`MemoryPlugin` facade.
+
+One plugin is installed per esper world. Everything the plugin knows about that
+world lives on its :class:`MemoryPlugin` object (and the processors it adds), so
+two worlds hold fully independent NPC memories.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import esper
+
+from npc_memory.bus import EventBus, Subscription
+from npc_memory.clock import GameClock
+from npc_memory.components import (
+    DIMENSIONS,
+    MEMORY_KINDS,
+    SCOPES,
+    VALENCES,
+    EpisodicMemory,
+    FactionMember,
+    Identity,
+    Location,
+    Memory,
+    MemoryBank,
+    MemoryKind,
+    NpcTraits,
+    PlayerProfile,
+    ProceduralMemory,
+    Relationship,
+    Relationships,
+    Scope,
+    SemanticMemory,
+    TriggerContext,
+    Valence,
+)
+from npc_memory.components.relationship import Dimension
+from npc_memory.content import Pack, load_pack
+from npc_memory.errors import (
+    AlreadyInstalledError,
+    DuplicateKeyError,
+    InvalidArgumentError,
+    NotInstalledError,
+    PrivacyError,
+    UnknownContentError,
+    UnknownEntityError,
+    VersionConflictError,
+)
+from npc_memory.events import (
+    THRESHOLD_EVENTS,
+    Event,
+    RelationshipStageChanged,
+    RelationshipThresholdCrossed,
+)
+from npc_memory.query import MemoryQuery
+from npc_memory.rules import memory as memory_rules
+from npc_memory.rules import relationships as rel_rules
+from npc_memory.systems import (
+    CLOCK_PRIORITY,
+    PRIORITY_BASE,
+    ClockSystem,
+    DtSource,
+    first_positional,
+    keyword,
+)
+from npc_memory.world import world_context
+
+Ref = int | str
+"""An NPC or player: its esper entity id in the plugin's world, or its stable key."""
+
+E = TypeVar("E", bound=Event)
+
+GAME_ONLY_TAGS = frozenset({"game-only", "game_only"})
+"""Memories with these tags are game clues and are never stored."""
+
+MAX_CONTENT_CHARS = 2000
+MAX_KEY_CHARS = 128
+
+_INSTALLED: dict[str, MemoryPlugin] = {}
+
+
+@dataclass(slots=True)
+class NpcHandle:
+    """The plugin's references to one NPC's components (attached once, mutated in place)."""
+
+    entity: int
+    identity: Identity
+    faction: FactionMember
+    location: Location
+    traits: NpcTraits
+    bank: MemoryBank
+    relationships: Relationships
+
+
+@dataclass(slots=True)
+class PlayerHandle:
+    """The plugin's references to one player's components."""
+
+    entity: int
+    identity: Identity
+    faction: FactionMember
+    location: Location
+    profile: PlayerProfile
+
+
+def install(
+    world: str | None = None,
+    pack: str | Path | Pack = "village",
+    *,
+    seed: int = 0,
+    time_scale: float = 1.0,
+    start_time: float = 0.0,
+    dt: str | DtSource | None = None,
+    forward_events: bool = False,
+    priority: int = PRIORITY_BASE,
+) -> MemoryPlugin:
+    """Install the plugin into esper world ``world`` (default: the current world).
+
+    ``pack`` is a bundled pack name, a path to a TOML pack or a loaded :class:`Pack`.
+    ``seed`` seeds the plugin's random generator (same seed, same world).
+    Game time starts at ``start_time`` game seconds and advances by ``time_scale``
+    game seconds per real second passed to ``esper.process``: by default its first
+    positional argument; ``dt="name"`` reads a keyword argument, a callable
+    ``(args, kwargs) -> float`` anything else. ``forward_events`` also dispatches
+    each plugin event through ``esper.dispatch_event(type name, event)``.
+    ``priority`` is the base esper priority of the plugin's processors.
+
+    The world that was current before the call is current again afterwards.
+    Raises :class:`AlreadyInstalledError` if a plugin is installed in ``world``
+    and :class:`PackError` for a bad pack; nothing is installed then.
+    """
+    name = esper.current_world if world is None else world
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"world must be a non-empty string, got {world!r}")
+    if name in _INSTALLED:
+        raise AlreadyInstalledError(
+            f"npc_memory is already installed in esper world {name!r}; "
+            "call npc_memory.uninstall() first"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InvalidArgumentError(f"seed must be an int, got {seed!r}")
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise InvalidArgumentError(f"priority must be an int, got {priority!r}")
+    loaded = pack if isinstance(pack, Pack) else load_pack(pack)
+    if dt is None:
+        dt_source: DtSource = first_positional
+    elif isinstance(dt, str):
+        dt_source = keyword(dt)
+    elif callable(dt):
+        dt_source = dt
+    else:
+        raise InvalidArgumentError(f"dt must be None, a keyword name or a callable, got {dt!r}")
+    plugin = MemoryPlugin(
+        name,
+        loaded,
+        seed=seed,
+        clock=GameClock(start=start_time, time_scale=time_scale),
+        forward_events=forward_events,
+    )
+    plugin._attach(ClockSystem(plugin.clock, dt_source), priority + CLOCK_PRIORITY)
+    _INSTALLED[name] = plugin
+    return plugin
+
+
+def uninstall(world: str | None = None) -> None:
+    """Remove the plugin from ``world`` (default: the current world): its processors
+    and event subscriptions. Components stay on their entities. Raises
+    :class:`NotInstalledError` if no plugin is installed there."""
+    name = esper.current_world if world is None else world
+    plugin = _INSTALLED.pop(name, None)
+    if plugin is None:
+        raise NotInstalledError(f"npc_memory is not installed in esper world {name!r}")
+    plugin._detach()
+
+
+def get_plugin(world: str | None = None) -> MemoryPlugin:
+    """The plugin installed in ``world`` (default: the current world)."""
+    name = esper.current_world if world is None else world
+    try:
+        return _INSTALLED[name]
+    except KeyError:
+        raise NotInstalledError(f"npc_memory is not installed in esper world {name!r}") from None
+
+
+class MemoryPlugin:
+    """The facade of one installed plugin: spawn NPCs and players, record memories,
+    change relationships, subscribe to events, ask questions (:attr:`query`).
+
+    Calls are synchronous and cheap (O(1) or O(memories of one pair)); they may be
+    made whichever esper world is current.
+    """
+
+    def __init__(
+        self,
+        world: str,
+        pack: Pack,
+        *,
+        seed: int,
+        clock: GameClock,
+        forward_events: bool = False,
+    ) -> None:
+        self.world = world
+        """Name of the esper world the plugin is installed in."""
+        self.pack = pack
+        """The content pack in force."""
+        self.seed = seed
+        self.rng = random.Random(seed)
+        """The plugin's seeded random generator: all of its randomness comes from here."""
+        self.clock = clock
+        """Game time; read ``plugin.clock.now`` (game seconds)."""
+        self.query = MemoryQuery(self)
+        """Typed, in-memory questions for game logic."""
+        self.forward_events = forward_events
+        self._bus = EventBus()
+        self._npcs: dict[int, NpcHandle] = {}
+        self._players: dict[int, PlayerHandle] = {}
+        self._entities_by_key: dict[str, int] = {}
+        self._processors: list[esper.Processor] = []
+        self._installed = True
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _attach(self, processor: esper.Processor, priority: int) -> None:
+        with world_context(self.world, create=True):
+            esper.add_processor(processor, priority=priority)
+        self._processors.append(processor)
+
+    def _detach(self) -> None:
+        if self.world in esper.list_worlds():
+            with world_context(self.world):
+                for processor in self._processors:
+                    if esper.get_processor(type(processor)) is processor:
+                        esper.remove_processor(type(processor))
+        self._processors.clear()
+        self._bus.clear()
+        self._installed = False
+
+    @property
+    def installed(self) -> bool:
+        """Whether the plugin is still installed in its world."""
+        return self._installed
+
+    # ------------------------------------------------------------------ spawning
+
+    def add_npc(
+        self,
+        entity: int | None = None,
+        *,
+        key: str,
+        name: str | None = None,
+        faction: str | None = None,
+        archetype: str | None = None,
+        room: str | None = None,
+    ) -> int:
+        """Make ``entity`` (created in the plugin's world if ``None``) an NPC and return it.
+
+        Attaches Identity, FactionMember, Location, NpcTraits, MemoryBank and
+        Relationships once. ``faction`` defaults to the archetype's faction; traits
+        come from the archetype (neutral traits without one). ``key`` is the NPC's
+        stable identity and must be unique among NPCs and players.
+        """
+        self._check_installed()
+        key, display = self._check_new_key(key, name)
+        traits = NpcTraits()
+        if archetype is not None:
+            arch = self.pack.archetypes.get(archetype)
+            if arch is None:
+                raise UnknownContentError(
+                    f"unknown archetype {archetype!r} for NPC {key!r}; pack "
+                    f"{self.pack.pack.name!r} defines: {', '.join(sorted(self.pack.archetypes))}"
+                )
+            faction = arch.faction if faction is None else faction
+            traits = NpcTraits(archetype=archetype, **arch.traits.model_dump())
+        self._check_faction(faction, key)
+        handle = NpcHandle(
+            entity=0,
+            identity=Identity(key=key, name=display),
+            faction=FactionMember(faction=faction),
+            location=Location(room=_check_room(room)),
+            traits=traits,
+            bank=MemoryBank(),
+            relationships=Relationships(),
+        )
+        handle.entity = self._attach_components(
+            entity,
+            key,
+            handle.identity,
+            handle.faction,
+            handle.location,
+            handle.traits,
+            handle.bank,
+            handle.relationships,
+        )
+        self._npcs[handle.entity] = handle
+        self._entities_by_key[key] = handle.entity
+        return handle.entity
+
+    def add_player(
+        self,
+        entity: int | None = None,
+        *,
+        key: str,
+        name: str | None = None,
+        faction: str | None = None,
+        room: str | None = None,
+        consent: bool = False,
+        anonymous: bool = False,
+    ) -> int:
+        """Make ``entity`` (created if ``None``) a player and return it.
+
+        ``consent``: the player agreed to be remembered across sessions, which allows
+        ``player``-scoped memories and makes them the default. ``anonymous``: an
+        unidentified participant, remembered only as ``anon`` fragments.
+        """
+        self._check_installed()
+        key, display = self._check_new_key(key, name)
+        self._check_faction(faction, key)
+        if consent and anonymous:
+            raise PrivacyError(f"player {key!r} cannot be both anonymous and consenting")
+        handle = PlayerHandle(
+            entity=0,
+            identity=Identity(key=key, name=display),
+            faction=FactionMember(faction=faction),
+            location=Location(room=_check_room(room)),
+            profile=PlayerProfile(consent=bool(consent), anonymous=bool(anonymous)),
+        )
+        handle.entity = self._attach_components(
+            entity, key, handle.identity, handle.faction, handle.location, handle.profile
+        )
+        self._players[handle.entity] = handle
+        self._entities_by_key[key] = handle.entity
+        return handle.entity
+
+    def remove(self, ref: Ref) -> None:
+        """Forget the live registration of an NPC or player and detach the plugin's
+        components from its entity (the entity itself stays). Call this before
+        deleting an entity the plugin knows."""
+        self._check_installed()
+        entity = self._resolve_entity(ref)
+        handle: NpcHandle | PlayerHandle = self._npcs.get(entity) or self._players[entity]
+        with world_context(self.world):
+            if esper.entity_exists(entity):
+                for component in _components_of(handle):
+                    esper.try_remove_component(entity, type(component))
+        self._npcs.pop(entity, None)
+        self._players.pop(entity, None)
+        del self._entities_by_key[handle.identity.key]
+
+    def move(self, ref: Ref, room: str | None) -> None:
+        """Put an NPC or player in ``room`` (``None``: nowhere in particular)."""
+        entity = self._resolve_entity(ref)
+        handle: NpcHandle | PlayerHandle = self._npcs.get(entity) or self._players[entity]
+        handle.location.room = _check_room(room)
+
+    def entity(self, key: str) -> int:
+        """The entity of the NPC or player with stable key ``key``."""
+        return self._resolve_entity(key)
+
+    def key(self, ref: Ref) -> str:
+        """The stable key of an NPC or player."""
+        entity = self._resolve_entity(ref)
+        handle: NpcHandle | PlayerHandle = self._npcs.get(entity) or self._players[entity]
+        return handle.identity.key
+
+    def npcs(self) -> list[str]:
+        """Keys of every NPC, in the order they were added."""
+        return [h.identity.key for h in self._npcs.values()]
+
+    def players(self) -> list[str]:
+        """Keys of every player, in the order they were added."""
+        return [h.identity.key for h in self._players.values()]
+
+    def npc(self, ref: Ref) -> NpcHandle:
+        """The live components of an NPC (treat as read-only; change them through the
+        facade so invariants, versions and events hold)."""
+        return self._resolve_npc(ref)
+
+    def player(self, ref: Ref) -> PlayerHandle:
+        """The live components of a player (treat as read-only)."""
+        return self._resolve_player(ref)
+
+    # ------------------------------------------------------------------ memories
+
+    def remember(
+        self,
+        npc: Ref,
+        player: Ref | None,
+        content: str,
+        *,
+        kind: MemoryKind = "episodic",
+        tags: Iterable[str] = (),
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        valence: Valence = "neutral",
+        intensity: float = 0.0,
+        locked: bool = False,
+        scope: Scope | None = None,
+        room: str | None = None,
+        source_conversation: str | None = None,
+        pattern: str | None = None,
+        trigger: TriggerContext | None = None,
+        source_episodes: Iterable[str] = (),
+        affect_relationship: bool = False,
+    ) -> Memory:
+        """Store a memory of ``npc`` about ``player`` (``None``: about the world).
+
+        Ranges: ``importance``, ``confidence``, ``intensity`` in [0, 1]. ``scope``
+        defaults to the narrowest that fits: ``anon`` for an anonymous player,
+        ``player`` for a consenting one, ``session`` otherwise. ``room`` defaults to
+        the NPC's room. Procedural memories take a ``pattern`` (default: content) and
+        a ``trigger``; semantic memories may name their ``source_episodes``. With
+        ``affect_relationship`` the memory's tags move the relationship by the pack's
+        tag rules (one update; threshold and stage events fire).
+
+        Keeps the pair within its caps by evicting (see :func:`rules.memory.insert`);
+        returns the new record, which is itself evicted at once if it ranks below
+        every unlocked memory of a full kind. Memories tagged ``game-only`` are
+        refused with :class:`PrivacyError`. Nothing is changed when an error is raised.
+        """
+        self._check_installed()
+        handle = self._resolve_npc(npc)
+        target = None if player is None else self._resolve_player(player)
+        text = _check_text("content", content, MAX_CONTENT_CHARS)
+        tag_tuple = _check_tags(tags)
+        if GAME_ONLY_TAGS.intersection(tag_tuple):
+            raise PrivacyError("memories tagged 'game-only' are game clues and are never stored")
+        if kind not in MEMORY_KINDS:
+            raise InvalidArgumentError(f"kind must be one of {', '.join(MEMORY_KINDS)}, got {kind!r}")
+        if valence not in VALENCES:
+            raise InvalidArgumentError(f"valence must be one of {', '.join(VALENCES)}, got {valence!r}")
+        _check_unit("importance", importance)
+        _check_unit("confidence", confidence)
+        _check_unit("intensity", intensity)
+        resolved_scope = _check_scope(scope, target)
+        if affect_relationship and target is None:
+            raise InvalidArgumentError("affect_relationship needs a player, not a world-scoped memory")
+        if kind != "procedural" and (pattern is not None or trigger is not None):
+            raise InvalidArgumentError("pattern and trigger apply to procedural memories only")
+        if trigger is not None and not isinstance(trigger, TriggerContext):
+            raise InvalidArgumentError(f"trigger must be a TriggerContext, got {trigger!r}")
+        episodes = tuple(source_episodes)
+        if episodes and kind != "semantic":
+            raise InvalidArgumentError("source_episodes apply to semantic memories only")
+        key = None if target is None else target.identity.key
+        existing = handle.bank.pair(key)
+        known_ids = {m.id for m in existing.all()} if existing is not None else set()
+        unknown = [e for e in episodes if e not in known_ids]
+        if unknown:
+            raise InvalidArgumentError(f"source_episodes not held for this pair: {', '.join(unknown)}")
+        now = self.clock.now
+        common: dict[str, Any] = {
+            "content": text,
+            "tags": tag_tuple,
+            "importance": float(importance),
+            "confidence": float(confidence),
+            "valence": valence,
+            "intensity": float(intensity),
+            "created": now,
+            "last_accessed": now,
+            "locked": bool(locked),
+            "scope": resolved_scope,
+            "room": handle.location.room if room is None else _check_room(room),
+            "source_conversation": source_conversation,
+        }
+        pair = handle.bank.pair_for_write(key)
+        memory: Memory
+        memory_id = f"m{handle.bank.next_id}"
+        if kind == "episodic":
+            memory = EpisodicMemory(id=memory_id, **common)
+        elif kind == "semantic":
+            memory = SemanticMemory(id=memory_id, source_episodes=episodes, **common)
+        else:
+            memory = ProceduralMemory(
+                id=memory_id,
+                pattern=text if pattern is None else _check_text("pattern", pattern, MAX_CONTENT_CHARS),
+                trigger=trigger or TriggerContext(),
+                **common,
+            )
+        memory_rules.insert(pair, memory, self.pack.memory, now)
+        handle.bank.next_id += 1
+        if affect_relationship and target is not None:
+            deltas = rel_rules.memory_deltas(
+                tag_tuple, importance, intensity, valence, self.pack.relationships
+            )
+            if deltas:
+                self._change_relationship(handle, target, deltas)
+        return memory
+
+    def memories(
+        self, npc: Ref, player: Ref | None = None, *, kind: MemoryKind | None = None
+    ) -> list[Memory]:
+        """The memories ``npc`` holds about ``player`` (``None``: world-scoped), highest
+        salience first; only those of ``kind`` if given."""
+        handle = self._resolve_npc(npc)
+        key = None if player is None else self._resolve_player(player).identity.key
+        pair = handle.bank.pair(key)
+        if pair is None:
+            return []
+        if kind is None:
+            records = pair.all()
+        elif kind in MEMORY_KINDS:
+            records = list(getattr(pair, kind))
+        else:
+            raise InvalidArgumentError(f"kind must be one of {', '.join(MEMORY_KINDS)}, got {kind!r}")
+        return memory_rules.rank_by_salience(records, self.clock.now, self.pack.memory.recency_days)
+
+    def salience(self, memory: Memory) -> float:
+        """Salience of ``memory`` now, in [0, 1]."""
+        return memory_rules.salience(memory, self.clock.now, self.pack.memory.recency_days)
+
+    # ------------------------------------------------------------------ relationships
+
+    def relationship(self, npc: Ref, player: Ref) -> Relationship:
+        """A copy of how ``npc`` regards ``player`` (the faction-based starting point
+        if they have no history yet)."""
+        return copy.copy(self._peek_relationship(self._resolve_npc(npc), self._resolve_player(player)))
+
+    def adjust_relationship(
+        self,
+        npc: Ref,
+        player: Ref,
+        *,
+        expected_version: int | None = None,
+        **deltas: float,
+    ) -> Relationship:
+        """Add ``deltas`` (dimension name → change) to a relationship; each dimension
+        stays clamped to [0, 1]. With ``expected_version`` the change applies only if
+        the relationship is still at that version (else :class:`VersionConflictError`).
+        Fires threshold and stage events. Returns a copy of the new relationship."""
+        self._check_installed()
+        handle = self._resolve_npc(npc)
+        target = self._resolve_player(player)
+        checked: dict[Dimension, float] = {}
+        for name, delta in deltas.items():
+            if name not in DIMENSIONS:
+                raise InvalidArgumentError(
+                    f"unknown relationship dimension {name!r}; expected one of {', '.join(DIMENSIONS)}"
+                )
+            if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta):
+                raise InvalidArgumentError(f"delta for {name!r} must be a finite number, got {delta!r}")
+            checked[name] = float(delta)
+        if expected_version is not None:
+            current = self._peek_relationship(handle, target).version
+            if current != expected_version:
+                raise VersionConflictError(
+                    f"relationship {handle.identity.key!r}→{target.identity.key!r} is at version "
+                    f"{current}, not {expected_version}"
+                )
+        return copy.copy(self._change_relationship(handle, target, checked))
+
+    def record_interaction(self, npc: Ref, player: Ref) -> Relationship:
+        """Count one interaction between ``npc`` and ``player`` (they have now met).
+        Returns a copy of the relationship."""
+        self._check_installed()
+        handle = self._resolve_npc(npc)
+        target = self._resolve_player(player)
+        rel = self._relationship_for_write(handle, target)
+        now = self.clock.now
+        rel.interaction_count += 1
+        if rel.first_met is None:
+            rel.first_met = now
+        rel.last_interaction = now
+        change = rel_rules.refresh(rel, self.pack.relationships)
+        self._publish_change(handle, target, rel, change)
+        return copy.copy(rel)
+
+    # ------------------------------------------------------------------ events
+
+    def on(self, event_type: type[E], handler: Callable[[E], None]) -> Subscription:
+        """Call ``handler`` with every event of ``event_type`` (or a subclass), in
+        subscription order. Returns the subscription; ``cancel()`` it to stop."""
+        return self._bus.subscribe(event_type, handler)
+
+    def off(self, subscription: Subscription) -> None:
+        """End a subscription made with :meth:`on`."""
+        self._bus.unsubscribe(subscription)
+
+    def _publish(self, event: Event) -> None:
+        if self.forward_events:
+            with world_context(self.world):
+                esper.dispatch_event(type(event).__name__, event)
+        self._bus.publish(event)
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_installed(self) -> None:
+        if not self._installed:
+            raise NotInstalledError(f"this npc_memory plugin was uninstalled from {self.world!r}")
+
+    def _check_new_key(self, key: str, name: str | None) -> tuple[str, str]:
+        key = _check_text("key", key, MAX_KEY_CHARS)
+        if key in self._entities_by_key:
+            raise DuplicateKeyError(f"key {key!r} is already used by entity {self._entities_by_key[key]}")
+        display = key if name is None else _check_text("name", name, MAX_KEY_CHARS)
+        return key, display
+
+    def _check_faction(self, faction: str | None, key: str) -> None:
+        if faction is not None and faction not in self.pack.factions:
+            raise UnknownContentError(
+                f"unknown faction {faction!r} for {key!r}; pack {self.pack.pack.name!r} "
+                f"defines: {', '.join(sorted(self.pack.factions))}"
+            )
+
+    def _attach_components(self, entity: int | None, key: str, *components: Any) -> int:
+        with world_context(self.world):
+            if entity is None:
+                entity = esper.create_entity()
+            elif isinstance(entity, bool) or not isinstance(entity, int):
+                raise InvalidArgumentError(f"entity must be an int, got {entity!r}")
+            elif not esper.entity_exists(entity):
+                raise UnknownEntityError(f"entity {entity} does not exist in esper world {self.world!r}")
+            if entity in self._npcs or entity in self._players:
+                raise DuplicateKeyError(f"entity {entity} is already {self.key(entity)!r}")
+            for component in components:
+                esper.add_component(entity, component)
+        return entity
+
+    def _resolve_entity(self, ref: Ref) -> int:
+        if isinstance(ref, str):
+            entity = self._entities_by_key.get(ref)
+            if entity is None:
+                raise UnknownEntityError(f"no NPC or player with key {ref!r} in world {self.world!r}")
+            return entity
+        if isinstance(ref, bool) or not isinstance(ref, int):
+            raise InvalidArgumentError(f"expected an entity id or a key, got {ref!r}")
+        if ref not in self._npcs and ref not in self._players:
+            raise UnknownEntityError(f"entity {ref} is not an NPC or player of world {self.world!r}")
+        return ref
+
+    def _resolve_npc(self, ref: Ref) -> NpcHandle:
+        entity = self._resolve_entity(ref)
+        handle = self._npcs.get(entity)
+        if handle is None:
+            raise UnknownEntityError(f"{self._players[entity].identity.key!r} is a player, not an NPC")
+        return handle
+
+    def _resolve_player(self, ref: Ref) -> PlayerHandle:
+        entity = self._resolve_entity(ref)
+        handle = self._players.get(entity)
+        if handle is None:
+            raise UnknownEntityError(f"{self._npcs[entity].identity.key!r} is an NPC, not a player")
+        return handle
+
+    def _peek_relationship(self, npc: NpcHandle, player: PlayerHandle) -> Relationship:
+        rel = npc.relationships.by_player.get(player.identity.key)
+        if rel is None:
+            rel = rel_rules.initial_relationship(self.pack, npc.faction.faction, player.faction.faction)
+        return rel
+
+    def _relationship_for_write(self, npc: NpcHandle, player: PlayerHandle) -> Relationship:
+        key = player.identity.key
+        rel = npc.relationships.by_player.get(key)
+        if rel is None:
+            rel = rel_rules.initial_relationship(self.pack, npc.faction.faction, player.faction.faction)
+            npc.relationships.by_player[key] = rel
+        return rel
+
+    def _change_relationship(
+        self, npc: NpcHandle, player: PlayerHandle, deltas: dict[Dimension, float]
+    ) -> Relationship:
+        rel = self._relationship_for_write(npc, player)
+        change = rel_rules.apply_deltas(rel, deltas, self.pack.relationships)
+        self._publish_change(npc, player, rel, change)
+        return rel
+
+    def _publish_change(
+        self,
+        npc: NpcHandle,
+        player: PlayerHandle,
+        rel: Relationship,
+        change: rel_rules.RelationshipChange,
+    ) -> None:
+        common: dict[str, Any] = {
+            "game_time": self.clock.now,
+            "npc": npc.identity.key,
+            "player": player.identity.key,
+            "npc_entity": npc.entity,
+            "player_entity": player.entity,
+        }
+        events: list[Event] = [
+            THRESHOLD_EVENTS.get(t.event or "", RelationshipThresholdCrossed)(
+                threshold=t.name,
+                dimension=t.dimension,
+                direction=t.direction,
+                limit=t.value,
+                value=rel.value(t.dimension),
+                **common,
+            )
+            for t in change.crossed
+        ]
+        if change.old_stage != change.new_stage:
+            events.append(RelationshipStageChanged(old=change.old_stage, new=change.new_stage, **common))
+        for event in events:
+            self._publish(event)
+
+
+def _components_of(handle: NpcHandle | PlayerHandle) -> tuple[Any, ...]:
+    if isinstance(handle, NpcHandle):
+        return (
+            handle.identity,
+            handle.faction,
+            handle.location,
+            handle.traits,
+            handle.bank,
+            handle.relationships,
+        )
+    return (handle.identity, handle.faction, handle.location, handle.profile)
+
+
+def _check_text(field: str, value: str, limit: int) -> str:
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{field} must be a string, got {value!r}")
+    text = value.strip()
+    if not text:
+        raise InvalidArgumentError(f"{field} must not be empty")
+    if len(text) > limit:
+        raise InvalidArgumentError(f"{field} is {len(text)} characters; the limit is {limit}")
+    return text
+
+
+def _check_room(room: str | None) -> str | None:
+    return None if room is None else _check_text("room", room, MAX_KEY_CHARS)
+
+
+def _check_unit(field: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise InvalidArgumentError(f"{field} must be a number in [0, 1], got {value!r}")
+
+
+def _check_tags(tags: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(tags, str):
+        raise InvalidArgumentError(f"tags must be a list of strings, not the string {tags!r}")
+    seen: dict[str, None] = {}
+    for tag in tags:
+        seen[_check_text("tag", tag, 64).lower()] = None
+    return tuple(seen)
+
+
+def _check_scope(scope: Scope | None, player: PlayerHandle | None) -> Scope:
+    if scope is not None and scope not in SCOPES:
+        raise InvalidArgumentError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    if player is None:
+        if scope in ("player", "anon"):
+            raise PrivacyError(f"a world-scoped memory cannot have scope {scope!r}")
+        return scope or "session"
+    who = player.identity.key
+    if player.profile.anonymous:
+        if scope not in (None, "anon"):
+            raise PrivacyError(f"player {who!r} is anonymous: only 'anon' memories are allowed")
+        return "anon"
+    if scope == "anon":
+        raise PrivacyError(f"player {who!r} is identified; 'anon' is for anonymous participants")
+    if scope == "profile":
+        raise PrivacyError("'profile' memories are the NPC's own authored traits, not about a player")
+    if scope in ("player", "social") and not player.profile.consent:
+        raise PrivacyError(f"player {who!r} has not consented to {scope!r}-scoped memories")
+    if scope is None:
+        return "player" if player.profile.consent else "session"
+    return scope

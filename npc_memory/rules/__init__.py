@@ -1,0 +1,1 @@
+"""Pure rules over components: salience and caps, relationship change and stages."""

@@ -1,0 +1,118 @@
+"""Salience, ranking and caps of memories.
+
+salience = importance × recency × access_boost, where recency = exp(−age_days / R)
+with age measured from the last access in game days (R = ``recency_days``, 30 by
+default) and access_boost = min(1 + 0.1·ln(1 + access_count), 1.5); locked memories
+always have salience 1.0. Salience is in [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from npc_memory.clock import SECONDS_PER_DAY
+from npc_memory.components.memory import (
+    EpisodicMemory,
+    Memory,
+    MemoryKind,
+    PairMemories,
+    ProceduralMemory,
+    SemanticMemory,
+)
+from npc_memory.content.schema import MemoryRules
+from npc_memory.errors import MemoryCapacityError
+
+ACCESS_BOOST_CAP = 1.5
+
+_M = TypeVar("_M", EpisodicMemory, SemanticMemory, ProceduralMemory)
+
+
+def access_boost(access_count: int) -> float:
+    """How much repeated recall strengthens a memory: in [1, 1.5]."""
+    return min(1.0 + 0.1 * math.log1p(access_count), ACCESS_BOOST_CAP)
+
+
+def salience(memory: Memory, now: float, recency_days: float = 30.0) -> float:
+    """Salience of ``memory`` at game time ``now`` (game seconds), in [0, 1]."""
+    if memory.locked:
+        return 1.0
+    age_days = max(0.0, now - memory.last_accessed) / SECONDS_PER_DAY
+    value = memory.importance * math.exp(-age_days / recency_days)
+    return min(value * access_boost(memory.access_count), 1.0)
+
+
+def rank_by_salience(
+    memories: Sequence[Memory], now: float, recency_days: float = 30.0
+) -> list[Memory]:
+    """``memories`` ordered by salience, highest first (ties: newest first)."""
+    return sorted(
+        memories,
+        key=lambda m: (salience(m, now, recency_days), m.created),
+        reverse=True,
+    )
+
+
+def cap_for(kind: MemoryKind, rules: MemoryRules) -> int:
+    """The per-pair cap of ``kind``."""
+    if kind == "episodic":
+        return rules.episodic_cap
+    if kind == "semantic":
+        return rules.semantic_cap
+    return rules.procedural_cap
+
+
+def insert(
+    pair: PairMemories, memory: Memory, rules: MemoryRules, now: float
+) -> list[Memory]:
+    """Add ``memory`` to ``pair``, evicting to keep the kind within its cap.
+
+    Eviction takes the lowest unlocked memory of the kind: lowest salience for
+    episodic, lowest confidence for semantic, lowest reinforcement for procedural
+    (ties: the oldest). The new memory competes too, so a memory weaker than every
+    unlocked one at the cap is not kept. Returns the evicted memories (possibly
+    ``[memory]`` itself). Raises :class:`MemoryCapacityError`, changing nothing, when
+    every memory of the kind at the cap is locked.
+    """
+    if isinstance(memory, EpisodicMemory):
+        return _insert(pair.episodic, memory, rules.episodic_cap, _salience_key(now, rules))
+    if isinstance(memory, SemanticMemory):
+        return _insert(pair.semantic, memory, rules.semantic_cap, _confidence_key)
+    return _insert(pair.procedural, memory, rules.procedural_cap, _reinforcement_key)
+
+
+def _insert(
+    memories: list[_M], memory: _M, cap: int, key: Callable[[Memory], tuple[float, float]]
+) -> list[Memory]:
+    if len(memories) < cap:
+        memories.append(memory)
+        return []
+    candidates = [m for m in memories if not m.locked]
+    if not candidates:
+        raise MemoryCapacityError(
+            f"all {len(memories)} slots for {type(memory).__name__} of this pair hold "
+            "locked memories; unlock one or raise the cap in the content pack"
+        )
+    if not memory.locked:
+        candidates.append(memory)
+    victim = min(candidates, key=key)
+    if victim is memory:
+        return [memory]
+    memories.remove(victim)
+    memories.append(memory)
+    return [victim]
+
+
+def _salience_key(now: float, rules: MemoryRules) -> Callable[[Memory], tuple[float, float]]:
+    recency_days = rules.recency_days
+    return lambda m: (salience(m, now, recency_days), m.created)
+
+
+def _confidence_key(memory: Memory) -> tuple[float, float]:
+    return (memory.confidence, memory.created)
+
+
+def _reinforcement_key(memory: Memory) -> tuple[float, float]:
+    reinforcement = memory.reinforcement if isinstance(memory, ProceduralMemory) else 0
+    return (float(reinforcement), memory.created)

@@ -1,0 +1,181 @@
+"""How relationships start, change, move between stages and cross thresholds.
+
+All functions here are pure rules over a :class:`Relationship` and the pack's
+:class:`RelationshipRules`; they mutate only the relationship they are given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from npc_memory.components.memory import Valence
+from npc_memory.components.relationship import DIMENSIONS, Dimension, Relationship, Stage
+from npc_memory.content.schema import (
+    DispositionWeights,
+    Pack,
+    RelationshipRules,
+    StageLadder,
+    Threshold,
+)
+
+DISPOSITION_DIMENSIONS: tuple[Dimension, ...] = ("trust", "friendliness", "respect", "loyalty")
+"""The dimensions that faction attitude shifts and disposition is built from."""
+
+_LEVEL: dict[Stage, int] = {
+    Stage.ENEMY: -2,
+    Stage.RIVAL: -1,
+    Stage.STRANGER: 0,
+    Stage.ACQUAINTANCE: 0,
+    Stage.FRIEND: 1,
+    Stage.CLOSE_FRIEND: 2,
+    Stage.TRUSTED_ALLY: 3,
+}
+_POSITIVE = (Stage.FRIEND, Stage.CLOSE_FRIEND, Stage.TRUSTED_ALLY)
+
+
+class RelationshipChange(msgspec.Struct, frozen=True, kw_only=True):
+    """What one update did: the thresholds newly crossed and the stage before/after."""
+
+    crossed: tuple[Threshold, ...]
+    old_stage: Stage
+    new_stage: Stage
+
+
+def clamp(value: float, low: float = 0.0, high: float = 1.0) -> float:
+    """``value`` limited to [low, high]."""
+    return low if value < low else high if value > high else value
+
+
+def disposition(rel: Relationship, weights: DispositionWeights) -> float:
+    """Overall regard in [-1, 1]: 0 for a neutral stranger, 1 adoring, -1 hating."""
+    score = (
+        weights.trust * (2.0 * rel.trust - 1.0)
+        + weights.friendliness * (2.0 * rel.friendliness - 1.0)
+        + weights.respect * (2.0 * rel.respect - 1.0)
+        + weights.loyalty * (2.0 * rel.loyalty - 1.0)
+        - weights.fear * rel.fear
+    )
+    return clamp(score, -1.0, 1.0)
+
+
+def next_stage(current: Stage, score: float, met: bool, ladder: StageLadder) -> Stage:
+    """The stage after ``current`` given disposition ``score``, with hysteresis.
+
+    A stage is entered when disposition reaches its entry level and left only once
+    disposition is ``ladder.hysteresis`` past it. Friend and above need a meeting.
+    """
+    enter = {
+        1: ladder.friend,
+        2: ladder.close_friend,
+        3: ladder.trusted_ally,
+        -1: ladder.rival,
+        -2: ladder.enemy,
+    }
+    h = ladder.hysteresis
+    level = _LEVEL[current]
+    if level > 0 and not met:
+        level = 0
+    while True:
+        rises = (0 <= level < 3 and met and score >= enter[level + 1]) or (
+            level < 0 and score > enter[level] + h
+        )
+        falls = (level > 0 and score < enter[level] - h) or (
+            -2 < level <= 0 and score <= enter[level - 1]
+        )
+        if rises:
+            level += 1
+        elif falls:
+            level -= 1
+        else:
+            break
+    if level == 0:
+        return Stage.ACQUAINTANCE if met else Stage.STRANGER
+    return {-2: Stage.ENEMY, -1: Stage.RIVAL}.get(level) or _POSITIVE[level - 1]
+
+
+def initial_relationship(
+    pack: Pack, npc_faction: str | None, player_faction: str | None
+) -> Relationship:
+    """A new relationship: the pack's baseline shifted by faction attitude on the
+    disposition dimensions. Thresholds already beyond are marked crossed silently."""
+    rules = pack.relationships
+    shift = rules.attitude_modifiers[pack.attitude(npc_faction, player_faction)]
+    rel = Relationship()
+    for dim in DIMENSIONS:
+        base = float(getattr(rules.baseline, dim))
+        setattr(rel, dim, clamp(base + shift) if dim in DISPOSITION_DIMENSIONS else base)
+    rel.disposition = disposition(rel, rules.disposition_weights)
+    rel.stage = next_stage(Stage.STRANGER, rel.disposition, False, rules.stages)
+    rel.active_thresholds = tuple(t.name for t in rules.thresholds if _beyond(t, rel))
+    return rel
+
+
+def apply_deltas(
+    rel: Relationship, deltas: Mapping[Dimension, float], rules: RelationshipRules
+) -> RelationshipChange:
+    """Add ``deltas`` to ``rel`` (each dimension clamped to [0, 1]), then update its
+    disposition, stage and thresholds and bump its version."""
+    for dim, delta in deltas.items():
+        setattr(rel, dim, clamp(getattr(rel, dim) + delta))
+    return refresh(rel, rules)
+
+
+def refresh(rel: Relationship, rules: RelationshipRules) -> RelationshipChange:
+    """Recompute disposition, stage and thresholds of ``rel`` after a change."""
+    old_stage = rel.stage
+    rel.version += 1
+    rel.disposition = disposition(rel, rules.disposition_weights)
+    rel.stage = next_stage(old_stage, rel.disposition, rel.has_met, rules.stages)
+    crossed = _update_thresholds(rel, rules.thresholds, rules.threshold_rearm)
+    return RelationshipChange(crossed=crossed, old_stage=old_stage, new_stage=rel.stage)
+
+
+def memory_deltas(
+    tags: Iterable[str],
+    importance: float,
+    intensity: float,
+    valence: Valence,
+    rules: RelationshipRules,
+    scale: float = 1.0,
+) -> dict[Dimension, float]:
+    """Dimension deltas a memory causes: Σ tag rule × importance × (0.5 + 0.5 ×
+    intensity), plus the valence adjustment; everything multiplied by ``scale``."""
+    factor = importance * (0.5 + 0.5 * intensity)
+    deltas: dict[Dimension, float] = {}
+    for tag in tags:
+        for dim, base in rules.tag_rules.get(tag, {}).items():
+            deltas[dim] = deltas.get(dim, 0.0) + base * factor
+    for dim, base in rules.valence_adjustments.get(valence, {}).items():
+        deltas[dim] = deltas.get(dim, 0.0) + base
+    return {dim: d * scale for dim, d in deltas.items() if d != 0.0 and math.isfinite(d)}
+
+
+def _beyond(threshold: Threshold, rel: Relationship) -> bool:
+    value = rel.value(threshold.dimension)
+    return value < threshold.value if threshold.direction == "below" else value > threshold.value
+
+
+def _rearmed(threshold: Threshold, rel: Relationship, rearm: float) -> bool:
+    value = rel.value(threshold.dimension)
+    if threshold.direction == "below":
+        return value >= threshold.value + rearm
+    return value <= threshold.value - rearm
+
+
+def _update_thresholds(
+    rel: Relationship, thresholds: tuple[Threshold, ...], rearm: float
+) -> tuple[Threshold, ...]:
+    active = set(rel.active_thresholds)
+    crossed: list[Threshold] = []
+    for threshold in thresholds:
+        if threshold.name in active:
+            if _rearmed(threshold, rel, rearm):
+                active.discard(threshold.name)
+        elif _beyond(threshold, rel):
+            active.add(threshold.name)
+            crossed.append(threshold)
+    rel.active_thresholds = tuple(t.name for t in thresholds if t.name in active)
+    return tuple(crossed)

@@ -1,0 +1,22 @@
+"""The plugin's esper Processors and the priorities they are installed with.
+
+esper runs higher priorities first. The plugin's systems sit in a band around
+``PRIORITY_BASE`` so a host can order its own processors before or after them.
+"""
+
+from npc_memory.systems.clock import ClockSystem, DtSource, first_positional, keyword
+
+PRIORITY_BASE = 0
+"""Default base priority; ``install(priority=...)`` moves the whole band."""
+
+CLOCK_PRIORITY = 100
+"""Offset of ClockSystem from the base: it runs before every other plugin system."""
+
+__all__ = [
+    "CLOCK_PRIORITY",
+    "PRIORITY_BASE",
+    "ClockSystem",
+    "DtSource",
+    "first_positional",
+    "keyword",
+]

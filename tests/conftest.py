@@ -1,0 +1,58 @@
+"""Shared fixtures. esper keeps its worlds in module globals, so every test starts from
+a clean 'default' world with no plugin installed, and leaves it that way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import esper
+import pytest
+
+import npc_memory
+from npc_memory.plugin import _INSTALLED
+
+
+def reset_esper() -> None:
+    for name in list(_INSTALLED):
+        npc_memory.uninstall(name)
+    esper.switch_world("default")
+    for name in esper.list_worlds():
+        if name != "default":
+            esper.delete_world(name)
+    esper.clear_database()
+
+
+@pytest.fixture(autouse=True)
+def clean_esper() -> Iterator[None]:
+    reset_esper()
+    yield
+    reset_esper()
+
+
+@pytest.fixture
+def plugin() -> npc_memory.MemoryPlugin:
+    """The village pack installed into esper world 'test' (the caller stays in 'default')."""
+    return npc_memory.install(world="test", pack="village", seed=1)
+
+
+@dataclass
+class Village:
+    plugin: npc_memory.MemoryPlugin
+    hilda: int
+    brandt: int
+    alice: int
+    bram: int
+
+
+@pytest.fixture
+def village(plugin: npc_memory.MemoryPlugin) -> Village:
+    """Hilda the blacksmith (smiths), Brandt the guard captain (guards), Alice the
+    adventurer and Bram the thief."""
+    return Village(
+        plugin=plugin,
+        hilda=plugin.add_npc(key="hilda", name="Hilda", archetype="blacksmith", room="forge"),
+        brandt=plugin.add_npc(key="brandt", name="Brandt", archetype="guard_captain", room="barracks"),
+        alice=plugin.add_player(key="alice", name="Alice", faction="adventurers", room="forge"),
+        bram=plugin.add_player(key="bram", name="Bram", faction="thieves", room="market"),
+    )
