@@ -64,8 +64,10 @@ def validate_pack(data: dict[str, Any], *, source: str = "<data>") -> Pack:
 def _problems(exc: pydantic.ValidationError) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     for error in exc.errors(include_url=False):
-        path = ".".join(str(part) for part in error["loc"])
-        message = error["msg"]
+        loc = [str(part) for part in error["loc"]]
+        bad_key = bool(loc) and loc[-1] == "[key]"
+        path = ".".join(loc[:-1] if bad_key else loc)
+        message = f"invalid key: {error['msg']}" if bad_key else error["msg"]
         if error["type"] == "extra_forbidden":
             message = "unknown field"
         elif error["type"] == "missing":

@@ -168,7 +168,7 @@ class StageLadder(_Model):
     close_friend: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.5
     trusted_ally: Annotated[float, Field(gt=0.0, le=1.0)] = 0.7
     rival: Annotated[float, Field(lt=0.0, gt=-1.0)] = -0.3
-    enemy: Annotated[float, Field(lt=0.0, ge=-1.0)] = -0.6
+    enemy: Annotated[float, Field(lt=0.0, ge=-1.0)] = -0.7
     hysteresis: Annotated[float, Field(ge=0.0, le=0.2)] = 0.05
 
     @model_validator(mode="after")

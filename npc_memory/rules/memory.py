@@ -38,20 +38,22 @@ def salience(memory: Memory, now: float, recency_days: float = 30.0) -> float:
     """Salience of ``memory`` at game time ``now`` (game seconds), in [0, 1]."""
     if memory.locked:
         return 1.0
-    age_days = max(0.0, now - memory.last_accessed) / SECONDS_PER_DAY
-    value = memory.importance * math.exp(-age_days / recency_days)
-    return min(value * access_boost(memory.access_count), 1.0)
+    value = memory.importance
+    age = now - memory.last_accessed
+    if age > 0.0:
+        value *= math.exp(age / (-SECONDS_PER_DAY * recency_days))
+    if memory.access_count:
+        value *= access_boost(memory.access_count)
+    return value if value < 1.0 else 1.0
 
 
 def rank_by_salience(
     memories: Sequence[Memory], now: float, recency_days: float = 30.0
 ) -> list[Memory]:
     """``memories`` ordered by salience, highest first (ties: newest first)."""
-    return sorted(
-        memories,
-        key=lambda m: (salience(m, now, recency_days), m.created),
-        reverse=True,
-    )
+    scored = [(salience(m, now, recency_days), m.created, i) for i, m in enumerate(memories)]
+    scored.sort(reverse=True)
+    return [memories[i] for _, _, i in scored]
 
 
 def cap_for(kind: MemoryKind, rules: MemoryRules) -> int:

@@ -1,0 +1,38 @@
+"""Benchmark fixtures: a pair of one NPC and one player filled to the memory caps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import esper
+import pytest
+
+import npc_memory
+from npc_memory import SECONDS_PER_DAY
+from npc_memory.plugin import _INSTALLED
+
+
+@pytest.fixture
+def full_pair() -> Iterator[npc_memory.MemoryPlugin]:
+    """Hilda holds 200 episodic, 50 semantic and 20 procedural memories of Alice,
+    spread over 60 game days, a tenth of them locked."""
+    plugin = npc_memory.install(world="bench", pack="village", seed=3)
+    plugin.add_npc(key="hilda", archetype="blacksmith")
+    plugin.add_player(key="alice", faction="adventurers")
+    rng = plugin.rng
+    tags = ["trade", "helpful", "combat", "gift", "quest", "bandits", "weapons", "family"]
+    caps = {"episodic": 200, "semantic": 50, "procedural": 20}
+    for kind, count in caps.items():
+        for i in range(count):
+            plugin.clock.advance(rng.random() * 60 * SECONDS_PER_DAY / 270)
+            plugin.remember(
+                "hilda", "alice", f"{kind} memory {i} about {rng.choice(tags)}",
+                kind=kind,  # type: ignore[arg-type]
+                tags=rng.sample(tags, 2), importance=rng.random(), confidence=rng.random(),
+                locked=i % 10 == 0,
+            )
+    yield plugin
+    for name in list(_INSTALLED):
+        npc_memory.uninstall(name)
+    esper.switch_world("default")
+    esper.delete_world("bench")

@@ -1,0 +1,258 @@
+"""A headless village: NPCs go about their day, three players act on their natures,
+and the village forms opinions of them. Offline, no API key, deterministic per seed.
+
+Each tick is one game hour (``esper.process(1.0)`` with one real second = one game
+hour). NPCs keep to their workplace by day and the sociable ones drift to the tavern
+in the evening; players wander between rooms and act on NPCs they find there. What
+an NPC experiences (or witnesses happening to another NPC in the same room) becomes
+a memory whose tags move its relationship with the player by the pack's rules.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import esper
+
+from npc_memory.clock import SECONDS_PER_DAY
+from npc_memory.components import Stage, Valence
+from npc_memory.events import Event, RelationshipStageChanged, RelationshipThresholdCrossed
+from npc_memory.plugin import MemoryPlugin, install, uninstall
+
+ROOMS = ("forge", "tavern", "market", "barracks", "gate", "fields", "temple")
+
+NPCS: tuple[tuple[str, str, str, str], ...] = (
+    # key, name, archetype, workplace
+    ("hilda", "Hilda", "blacksmith", "forge"),
+    ("marta", "Marta", "innkeeper", "tavern"),
+    ("oswin", "Oswin", "merchant", "market"),
+    ("brandt", "Captain Brandt", "guard_captain", "barracks"),
+    ("pell", "Pell", "guard", "gate"),
+    ("edda", "Edda", "farmer", "fields"),
+    ("aldric", "Father Aldric", "priest", "temple"),
+    ("wren", "Wren", "bard", "tavern"),
+)
+
+PLAYERS: tuple[tuple[str, str, str, str], ...] = (
+    # key, name, faction, nature
+    ("alice", "Alice", "adventurers", "hero"),
+    ("bram", "Bram", "thieves", "thief"),
+    ("cora", "Cora", "adventurers", "trader"),
+)
+
+
+@dataclass(frozen=True)
+class Deed:
+    """Something a player does to an NPC; ``{npc}``/``{player}`` fill the content."""
+
+    weight: float
+    content: str
+    tags: tuple[str, ...]
+    importance: float
+    valence: Valence
+    intensity: float
+    witnessed_as: str | None = None  # how bystanders remember it, if they notice
+
+
+DEEDS: dict[str, tuple[Deed, ...]] = {
+    "hero": (
+        Deed(3, "{player} helped {npc} carry supplies", ("helpful",), 0.4, "positive", 0.3),
+        Deed(2, "{player} drove off bandits threatening {npc}", ("heroic", "combat"), 0.8, "positive", 0.8,
+             "saw {player} drive off bandits threatening {npc}"),
+        Deed(1, "{player} gave {npc} a share of the loot", ("gift",), 0.5, "positive", 0.5),
+        Deed(1, "{player} bought provisions from {npc}", ("trade",), 0.3, "neutral", 0.1),
+        Deed(0.5, "{player} was curt and rude to {npc}", ("insult",), 0.3, "negative", 0.4),
+    ),
+    "thief": (
+        Deed(3, "{player} stole from {npc}", ("theft",), 0.7, "negative", 0.7,
+             "saw {player} steal from {npc}"),
+        Deed(1, "{player} threatened {npc}", ("threat",), 0.6, "negative", 0.8,
+             "saw {player} threaten {npc}"),
+        Deed(2, "{player} sold {npc} goods at a fair price", ("trade",), 0.3, "neutral", 0.1),
+        Deed(1, "{player} mocked {npc}", ("insult",), 0.3, "negative", 0.3),
+        Deed(1, "{player} bought {npc} a drink", ("gift",), 0.3, "positive", 0.3),
+    ),
+    "trader": (
+        Deed(5, "{player} traded fairly with {npc}", ("trade",), 0.4, "positive", 0.2),
+        Deed(2, "{player} brought {npc} news and a small gift", ("gift",), 0.4, "positive", 0.3),
+        Deed(1, "{player} lent {npc} a hand", ("helpful",), 0.4, "positive", 0.3),
+    ),
+}
+
+
+@dataclass
+class DemoResult:
+    """What a run produced: the plugin (still installed) and the printed report."""
+
+    plugin: MemoryPlugin
+    report: str
+    log: list[str] = field(default_factory=list)
+
+
+def run_village(
+    days: int = 7,
+    seed: int = 7,
+    pack: str = "village",
+    *,
+    world: str = "npc-memory-demo",
+    act_chance: float = 0.35,
+    keep_installed: bool = False,
+) -> DemoResult:
+    """Simulate ``days`` game days of the village and return the report.
+
+    The same ``seed`` gives the same run. The plugin is uninstalled (and the esper
+    world deleted) afterwards unless ``keep_installed`` is set.
+    """
+    if days < 1:
+        raise ValueError(f"days must be at least 1, got {days}")
+    previous_world = esper.current_world
+    plugin = install(world=world, pack=pack, seed=seed, time_scale=3600.0)
+    try:
+        log: list[str] = []
+        plugin.on(RelationshipThresholdCrossed, _logger(plugin, log, _describe_threshold))
+        plugin.on(RelationshipStageChanged, _logger(plugin, log, _describe_stage))
+        for key, name, archetype, room in NPCS:
+            plugin.add_npc(key=key, name=name, archetype=archetype, room=room)
+        for key, name, faction, _ in PLAYERS:
+            plugin.add_player(key=key, name=name, faction=faction, room=plugin.rng.choice(ROOMS))
+        esper.switch_world(world)
+        for _ in range(days * 24):
+            _hour(plugin, act_chance)
+            esper.process(1.0)
+        report = _report(plugin, days, seed, log)
+        return DemoResult(plugin=plugin, report=report, log=log)
+    finally:
+        esper.switch_world(previous_world)
+        if not keep_installed:
+            uninstall(world)
+            if world != previous_world:
+                esper.delete_world(world)
+
+
+def _hour(plugin: MemoryPlugin, act_chance: float) -> None:
+    rng = plugin.rng
+    hour = int(plugin.clock.now // 3600) % 24
+    for key, _, _, workplace in NPCS:
+        traits = plugin.npc(key).traits
+        evening = 18 <= hour < 23 and rng.random() < traits.sociability
+        plugin.move(key, "tavern" if evening else workplace)
+    if not 8 <= hour < 22:
+        return
+    for player_key, _, _, nature in PLAYERS:
+        if rng.random() < 0.5:
+            plugin.move(player_key, rng.choice(ROOMS))
+        room = plugin.player(player_key).location.room
+        present = [key for key, *_ in NPCS if plugin.npc(key).location.room == room]
+        if not present or rng.random() >= act_chance:
+            continue
+        npc = rng.choice(present)
+        deeds = DEEDS[nature]
+        deed = rng.choices(deeds, weights=[d.weight for d in deeds])[0]
+        _experience(plugin, npc, player_key, deed)
+        if deed.witnessed_as is not None:
+            for witness in present:
+                if witness != npc and rng.random() < 0.6:
+                    _witness(plugin, witness, npc, player_key, deed)
+
+
+def _experience(plugin: MemoryPlugin, npc: str, player: str, deed: Deed) -> None:
+    plugin.record_interaction(npc, player)
+    plugin.remember(
+        npc,
+        player,
+        deed.content.format(player=plugin.player(player).identity.name, npc="me"),
+        tags=deed.tags,
+        importance=deed.importance,
+        valence=deed.valence,
+        intensity=deed.intensity,
+        affect_relationship=True,
+    )
+
+
+def _witness(plugin: MemoryPlugin, witness: str, victim: str, player: str, deed: Deed) -> None:
+    assert deed.witnessed_as is not None
+    plugin.remember(
+        witness,
+        player,
+        "I " + deed.witnessed_as.format(
+            player=plugin.player(player).identity.name, npc=plugin.npc(victim).identity.name
+        ),
+        tags=deed.tags,
+        importance=deed.importance * 0.7,
+        valence=deed.valence,
+        intensity=deed.intensity * 0.5,
+        affect_relationship=True,
+    )
+
+
+def _logger(
+    plugin: MemoryPlugin, log: list[str], describe: Callable[[MemoryPlugin, Event], str]
+) -> Callable[[Event], None]:
+    def record(event: Event) -> None:
+        log.append(f"{_stamp(event.game_time)}  {describe(plugin, event)}")
+
+    return record
+
+
+def _describe_threshold(plugin: MemoryPlugin, event: Event) -> str:
+    assert isinstance(event, RelationshipThresholdCrossed)
+    npc, player = plugin.npc(event.npc).identity.name, plugin.player(event.player).identity.name
+    return (
+        f"{npc}: {event.dimension} of {player} went {event.direction} {event.limit:g} "
+        f"({event.value:.2f}) -> {type(event).__name__}"
+    )
+
+
+def _describe_stage(plugin: MemoryPlugin, event: Event) -> str:
+    assert isinstance(event, RelationshipStageChanged)
+    npc, player = plugin.npc(event.npc).identity.name, plugin.player(event.player).identity.name
+    return f"{npc} now sees {player} as {_stage_name(event.new)} (was {_stage_name(event.old)})"
+
+
+def _stamp(game_time: float) -> str:
+    day = int(game_time // SECONDS_PER_DAY) + 1
+    hour = int(game_time % SECONDS_PER_DAY // 3600)
+    return f"day {day} {hour:02d}:00"
+
+
+def _stage_name(stage: Stage) -> str:
+    return stage.value.replace("_", " ")
+
+
+def _report(plugin: MemoryPlugin, days: int, seed: int, log: list[str], log_lines: int = 30) -> str:
+    out = io.StringIO()
+    players = [key for key, *_ in PLAYERS]
+    names = {key: plugin.player(key).identity.name for key in players}
+    out.write(
+        f"npc-memory demo: village, {len(NPCS)} NPCs, {len(players)} players, "
+        f"{days} game days, seed {seed}\n\n"
+    )
+    out.write(f"Relationship events ({len(log)}):\n")
+    for line in log[:log_lines]:
+        out.write(f"  {line}\n")
+    if len(log) > log_lines:
+        out.write(f"  ... {len(log) - log_lines} more\n")
+    out.write("\nHow each NPC regards each player (stage, trust):\n")
+    width = 26
+    out.write(f"  {'':16}" + "".join(f"{names[p]:<{width}}" for p in players) + "\n")
+    for key, name, *_ in NPCS:
+        cells = []
+        for player in players:
+            rel = plugin.relationship(key, player)
+            cells.append(f"{_stage_name(rel.stage) + f' ({rel.trust:.2f})':<{width}}")
+        out.write(f"  {name:16}" + "".join(cells) + "\n")
+    out.write("\nReputation (mean disposition in [-1, 1], memories held about them):\n")
+    for player in players:
+        dispositions = [plugin.query.disposition(key, player) for key, *_ in NPCS]
+        memories = sum(len(plugin.memories(key, player)) for key, *_ in NPCS)
+        out.write(
+            f"  {names[player]:8} {sum(dispositions) / len(dispositions):+.2f}   {memories} memories\n"
+        )
+    out.write("\nWhat Hilda remembers best of each player:\n")
+    for player in players:
+        top = plugin.memories("hilda", player)[:2]
+        recollection = "; ".join(m.content for m in top) or "nothing yet"
+        out.write(f"  {names[player]:8} {recollection}\n")
+    return out.getvalue()

@@ -1,0 +1,41 @@
+"""The headless village demo: deterministic, offline, and telling."""
+
+from __future__ import annotations
+
+import esper
+
+from npc_memory import Stage
+from npc_memory.demo import run_village
+from npc_memory.plugin import _INSTALLED
+
+
+def test_same_seed_same_world_different_seed_different_world() -> None:
+    first = run_village(days=3, seed=11).report
+    assert run_village(days=3, seed=11).report == first
+    assert run_village(days=3, seed=12).report != first
+
+
+def test_the_demo_leaves_the_callers_esper_state_alone() -> None:
+    esper.switch_world("game")
+    run_village(days=1, seed=1)
+    assert esper.current_world == "game"
+    assert "npc-memory-demo" not in esper.list_worlds() and not _INSTALLED
+
+
+def test_the_village_judges_players_by_their_deeds() -> None:
+    for seed in (1, 2, 3):
+        result = run_village(days=5, seed=seed, keep_installed=True)
+        plugin, npcs = result.plugin, result.plugin.npcs()
+        mean = {p: sum(plugin.query.disposition(n, p) for n in npcs) / len(npcs) for p in ("alice", "bram", "cora")}
+        assert mean["bram"] < 0 < min(mean["alice"], mean["cora"]), (seed, mean)
+        assert any(plugin.query.stage(n, "bram") in (Stage.RIVAL, Stage.ENEMY) for n in npcs)
+        assert plugin.query.count_memories_by_tag("oswin", "bram", "theft") >= 1 or seed != 1
+        assert result.log and "Hostile" in "\n".join(result.log)
+        npc_memory_uninstall(result.plugin.world)
+
+
+def npc_memory_uninstall(world: str) -> None:
+    import npc_memory
+
+    npc_memory.uninstall(world)
+    esper.delete_world(world)
