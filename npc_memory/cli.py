@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from npc_memory.content import bundled_packs, load_pack
-from npc_memory.errors import PackError
+from npc_memory.errors import PackError, UnknownContentError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -55,7 +55,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     try:
         result = run_village(days=args.days, seed=args.seed, pack=args.pack)
-    except PackError as exc:
+    except (PackError, UnknownContentError) as exc:
         print(f"npc-memory demo: {exc}", file=sys.stderr)
         return 1
     sys.stdout.write(result.report)

@@ -39,6 +39,13 @@ def test_demo_with_a_bad_pack_fails_cleanly(tmp_path: Path, capsys: pytest.Captu
     assert "invalid TOML" in capsys.readouterr().err
 
 
+def test_demo_names_what_a_pack_lacks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sparse = tmp_path / "sparse.toml"
+    sparse.write_text('[pack]\nname = "sparse"\n')
+    assert main(["demo", "--pack", str(sparse)]) == 1
+    assert "unknown archetype 'blacksmith'" in capsys.readouterr().err
+
+
 def test_console_script_runs_the_demo() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "npc_memory.cli", "demo", "--days", "2", "--seed", "3"],
