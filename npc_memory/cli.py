@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from npc_memory.content import bundled_packs, load_pack
-from npc_memory.errors import PackError, UnknownContentError
+from npc_memory.errors import PackError, StoreError, UnknownContentError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -31,7 +32,34 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--days", type=_positive_int, default=7, help="game days to simulate (default 7)")
     demo.add_argument("--seed", type=int, default=7, help="random seed; same seed, same run (default 7)")
     demo.add_argument("--pack", default="village", help="content pack name or TOML path (default village)")
+    demo.add_argument(
+        "--db", default="npc-memory-demo.db", metavar="PATH",
+        help="TinyDB store directory the village is saved to (default npc-memory-demo.db)",
+    )
+    demo.add_argument("--memory", action="store_true", help="keep the village in memory only (no store)")
+    demo.add_argument("--resume", action="store_true", help="continue the village saved in --db")
     demo.set_defaults(run=_demo)
+
+    export = commands.add_parser("export", help="write a store as stable JSON to standard output")
+    export.add_argument("--db", required=True, metavar="PATH", help="store directory")
+    export.set_defaults(run=_export)
+
+    load = commands.add_parser("import", help="load an export into a store")
+    load.add_argument("--db", required=True, metavar="PATH", help="store directory (created if missing)")
+    load.add_argument("file", nargs="?", default="-", help="export file (default: standard input)")
+    mode = load.add_mutually_exclusive_group()
+    mode.add_argument("--merge", action="store_true", help="overwrite documents with the same keys")
+    mode.add_argument("--replace", action="store_true", help="also delete documents not in the export")
+    load.set_defaults(run=_import)
+
+    repair = commands.add_parser("repair", help="restore damaged store files from their previous generation")
+    repair.add_argument("--db", required=True, metavar="PATH", help="store directory")
+    repair.set_defaults(run=_repair)
+
+    inspect = commands.add_parser("inspect", help="summarise a store, or one NPC's memories")
+    inspect.add_argument("--db", required=True, metavar="PATH", help="store directory")
+    inspect.add_argument("--npc", metavar="KEY", help="show this NPC's relationships and memories")
+    inspect.set_defaults(run=_inspect)
 
     pack = commands.add_parser("pack", help="content pack tools")
     pack_commands = pack.add_subparsers(dest="pack_command", metavar="ACTION", required=True)
@@ -54,12 +82,78 @@ def _demo(args: argparse.Namespace) -> int:
     from npc_memory.demo import run_village
 
     try:
-        result = run_village(days=args.days, seed=args.seed, pack=args.pack)
-    except (PackError, UnknownContentError) as exc:
+        store = None if args.memory else args.db
+        result = run_village(days=args.days, seed=args.seed, pack=args.pack, store=store, resume=args.resume)
+    except (PackError, UnknownContentError, StoreError) as exc:
         print(f"npc-memory demo: {exc}", file=sys.stderr)
         return 1
     sys.stdout.write(result.report)
     return 0
+
+
+def _store_command(name: str, action: Callable[[], int]) -> int:
+    try:
+        return action()
+    except StoreError as exc:
+        print(f"npc-memory {name}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _export(args: argparse.Namespace) -> int:
+    from npc_memory.store.tools import export_store
+
+    def run() -> int:
+        sys.stdout.buffer.write(export_store(args.db))
+        return 0
+
+    return _store_command("export", run)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from npc_memory.store.tools import ImportMode, import_store
+
+    def run() -> int:
+        if args.file == "-":
+            data, source = sys.stdin.buffer.read(), "<stdin>"
+        else:
+            try:
+                data, source = Path(args.file).read_bytes(), args.file
+            except OSError as exc:
+                raise StoreError(f"cannot read {args.file}: {exc}") from exc
+        mode: ImportMode = "merge" if args.merge else "replace" if args.replace else "new"
+        count = import_store(args.db, data, mode=mode, source=source)
+        print(f"imported {count} documents into {args.db}")
+        return 0
+
+    return _store_command("import", run)
+
+
+def _repair(args: argparse.Namespace) -> int:
+    from npc_memory.store.tools import repair_store
+
+    def run() -> int:
+        report = repair_store(args.db)
+        for path in report.restored:
+            print(f"restored {path} from its previous generation (the damaged file is kept as .broken)")
+        for path, problem in report.unrecoverable:
+            print(f"cannot repair {path}: {problem}; no good previous generation", file=sys.stderr)
+        print(
+            f"{report.sound} files sound, {len(report.restored)} restored, "
+            f"{len(report.unrecoverable)} unrecoverable"
+        )
+        return 1 if report.unrecoverable else 0
+
+    return _store_command("repair", run)
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from npc_memory.store.tools import inspect_store
+
+    def run() -> int:
+        sys.stdout.write(inspect_store(args.db, npc=args.npc))
+        return 0
+
+    return _store_command("inspect", run)
 
 
 def _pack_validate(args: argparse.Namespace) -> int:

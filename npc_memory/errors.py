@@ -67,3 +67,30 @@ class EventHandlerError(NpcMemoryError):
         super().__init__(
             f"{len(errors)} event handler(s) raised; first: {errors[0]!r}"
         )
+
+
+class StoreError(NpcMemoryError):
+    """A store could not be opened, read or written."""
+
+
+class StoreCorruptError(StoreError):
+    """A store file is damaged. ``path`` names the file, ``problem`` what is wrong.
+
+    ``npc-memory repair --db PATH`` restores the previous good generation.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(
+            f"store file {path} is damaged: {problem}; "
+            "run 'npc-memory repair --db <store>' to restore its previous good generation"
+        )
+
+
+class StoreLockedError(StoreError):
+    """Another process (or another open in this one) owns the store."""
+
+
+class StoreVersionError(StoreError):
+    """The store was written by a newer, unknown schema version."""

@@ -73,6 +73,13 @@ class RelationshipStageChanged(RelationshipEvent, frozen=True, kw_only=True):
     new: Stage
 
 
+class SnapshotFailed(Event, frozen=True, kw_only=True):
+    """Writing a snapshot to the store failed; the changes stay queued and are retried
+    with the next snapshot round. ``error`` describes the failure."""
+
+    error: str
+
+
 THRESHOLD_EVENTS: dict[str, type[RelationshipThresholdCrossed]] = {
     cls.__name__: cls for cls in (Hostile, TrustedAlly, Cowed, Respected, BestFriend, Despised)
 }
@@ -89,5 +96,6 @@ __all__ = [
     "RelationshipStageChanged",
     "RelationshipThresholdCrossed",
     "Respected",
+    "SnapshotFailed",
     "TrustedAlly",
 ]

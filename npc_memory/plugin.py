@@ -8,7 +8,9 @@ two worlds hold fully independent NPC memories.
 from __future__ import annotations
 
 import copy
+import datetime
 import math
+import os
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -48,6 +50,7 @@ from npc_memory.errors import (
     DuplicateKeyError,
     InvalidArgumentError,
     NotInstalledError,
+    NpcMemoryError,
     PrivacyError,
     UnknownContentError,
     UnknownEntityError,
@@ -58,24 +61,41 @@ from npc_memory.events import (
     Event,
     RelationshipStageChanged,
     RelationshipThresholdCrossed,
+    SnapshotFailed,
 )
 from npc_memory.query import MemoryQuery
 from npc_memory.rules import memory as memory_rules
 from npc_memory.rules import relationships as rel_rules
+from npc_memory.store import (
+    AuditEntry,
+    Document,
+    MigrationContext,
+    NpcDocument,
+    PlayerDocument,
+    Store,
+    StoreContents,
+    StoreMeta,
+    TinyDBStore,
+)
+from npc_memory.store.documents import pack_rng_state, unpack_rng_state
+from npc_memory.store.writer import StoreWriter, WriteBatch
 from npc_memory.systems import (
     CLOCK_PRIORITY,
     PRIORITY_BASE,
+    SNAPSHOT_PRIORITY,
     ClockSystem,
     DtSource,
     first_positional,
     keyword,
 )
+from npc_memory.systems.snapshot import SnapshotSystem, Snapshotter
 from npc_memory.world import world_context
 
 Ref = int | str
 """An NPC or player: its esper entity id in the plugin's world, or its stable key."""
 
 E = TypeVar("E", bound=Event)
+_D = TypeVar("_D", NpcDocument, PlayerDocument)
 
 GAME_ONLY_TAGS = frozenset({"game-only", "game_only"})
 """Memories with these tags are game clues and are never stored."""
@@ -113,6 +133,7 @@ class PlayerHandle:
 def install(
     world: str | None = None,
     pack: str | Path | Pack = "village",
+    store: str | os.PathLike[str] | Store | None = None,
     *,
     seed: int = 0,
     time_scale: float = 1.0,
@@ -124,6 +145,10 @@ def install(
     """Install the plugin into esper world ``world`` (default: the current world).
 
     ``pack`` is a bundled pack name, a path to a TOML pack or a loaded :class:`Pack`.
+    ``store`` persists the world: a directory path (a :class:`TinyDBStore`, created if
+    missing), any :class:`Store` (the plugin takes ownership and closes it), or ``None``
+    to keep everything in memory. A store's saved clock and random state are restored,
+    and each saved NPC or player is restored when its key is added again.
     ``seed`` seeds the plugin's random generator (same seed, same world).
     Game time starts at ``start_time`` game seconds and advances by ``time_scale``
     game seconds per real second passed to ``esper.process``: by default its first
@@ -133,8 +158,9 @@ def install(
     ``priority`` is the base esper priority of the plugin's processors.
 
     The world that was current before the call is current again afterwards.
-    Raises :class:`AlreadyInstalledError` if a plugin is installed in ``world``
-    and :class:`PackError` for a bad pack; nothing is installed then.
+    Raises :class:`AlreadyInstalledError` if a plugin is installed in ``world``,
+    :class:`PackError` for a bad pack and :class:`StoreError` (locked, damaged or too
+    new) for a store that cannot be used; nothing is installed then.
     """
     name = esper.current_world if world is None else world
     if not isinstance(name, str) or not name:
@@ -157,22 +183,38 @@ def install(
         dt_source = dt
     else:
         raise InvalidArgumentError(f"dt must be None, a keyword name or a callable, got {dt!r}")
-    plugin = MemoryPlugin(
-        name,
-        loaded,
-        seed=seed,
-        clock=GameClock(start=start_time, time_scale=time_scale),
-        forward_events=forward_events,
-    )
-    plugin._attach(ClockSystem(plugin.clock, dt_source), priority + CLOCK_PRIORITY)
+    clock = GameClock(start=start_time, time_scale=time_scale)
+    backend = _open_store(store, loaded)
+    try:
+        contents = backend.load() if backend is not None else None
+        plugin = MemoryPlugin(name, loaded, seed=seed, clock=clock, forward_events=forward_events)
+        plugin._attach(ClockSystem(plugin.clock, dt_source), priority + CLOCK_PRIORITY)
+        if backend is not None and contents is not None:
+            plugin._attach_store(backend, contents, priority + SNAPSHOT_PRIORITY)
+    except BaseException:
+        if backend is not None:
+            backend.close()
+        raise
     _INSTALLED[name] = plugin
     return plugin
 
 
+def _open_store(store: str | os.PathLike[str] | Store | None, pack: Pack) -> Store | None:
+    if store is None:
+        return None
+    if isinstance(store, (str, os.PathLike)):
+        return TinyDBStore(store, migration=MigrationContext(thresholds=pack.relationships.thresholds))
+    if isinstance(store, Store):
+        return store
+    raise InvalidArgumentError(f"store must be a path, a Store or None, got {store!r}")
+
+
 def uninstall(world: str | None = None) -> None:
-    """Remove the plugin from ``world`` (default: the current world): its processors
-    and event subscriptions. Components stay on their entities. Raises
-    :class:`NotInstalledError` if no plugin is installed there."""
+    """Remove the plugin from ``world`` (default: the current world): save everything
+    to its store and close it, remove its processors and event subscriptions.
+    Components stay on their entities. Raises :class:`NotInstalledError` if no plugin
+    is installed there, and :class:`StoreError` if the final save failed (the plugin is
+    uninstalled all the same)."""
     name = esper.current_world if world is None else world
     plugin = _INSTALLED.pop(name, None)
     if plugin is None:
@@ -224,6 +266,11 @@ class MemoryPlugin:
         self._entities_by_key: dict[str, int] = {}
         self._processors: list[esper.Processor] = []
         self._installed = True
+        self.store: Store | None = None
+        """The store snapshots go to, or ``None`` when the world lives in memory only."""
+        self._stored: dict[str, Document] = {}
+        self._writer: StoreWriter | None = None
+        self._snapshotter: Snapshotter | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -232,7 +279,39 @@ class MemoryPlugin:
             esper.add_processor(processor, priority=priority)
         self._processors.append(processor)
 
+    def _attach_store(self, store: Store, contents: StoreContents, priority: int) -> None:
+        meta = contents.meta
+        if meta is not None:
+            self.clock.set(max(meta.clock, self.clock.now))
+            if meta.rng_state is not None:
+                unpack_rng_state(self.rng, meta.rng_state, meta.rng_gauss)
+        self.store = store
+        self._stored = contents.documents
+        self._writer = StoreWriter(store, name=f"npc-memory-{self.world}")
+        self._snapshotter = Snapshotter(
+            self._writer,
+            self.clock,
+            self.pack.budgets,
+            document_for=self._document,
+            meta_for=self._meta,
+            on_failure=self._snapshot_failed,
+            snapshots=0 if meta is None else meta.snapshots,
+        )
+        self._attach(SnapshotSystem(self._snapshotter), priority)
+
+    def _snapshot_failed(self, error: Exception) -> None:
+        self._publish(SnapshotFailed(game_time=self.clock.now, error=str(error)))
+
     def _detach(self) -> None:
+        error: BaseException | None = None
+        try:
+            self.save()
+        except NpcMemoryError as exc:
+            error = exc
+        if self._writer is not None:
+            self._writer.close()
+        if self.store is not None:
+            self.store.close()
         if self.world in esper.list_worlds():
             with world_context(self.world):
                 for processor in self._processors:
@@ -241,6 +320,24 @@ class MemoryPlugin:
         self._processors.clear()
         self._bus.clear()
         self._installed = False
+        if error is not None:
+            raise error
+
+    def save(self) -> None:
+        """Write every change to the store now and wait until it is on disk (a no-op
+        without a store). Raises :class:`StoreError` if writing failed; the changes
+        stay queued for the next snapshot."""
+        self._check_installed()
+        if self._snapshotter is not None:
+            self._snapshotter.save()
+
+    def stored_npcs(self) -> list[str]:
+        """Keys of NPCs saved in the store and not added to the world (yet)."""
+        return sorted(k for k, d in self._stored.items() if isinstance(d, NpcDocument))
+
+    def stored_players(self) -> list[str]:
+        """Keys of players saved in the store and not added to the world (yet)."""
+        return sorted(k for k, d in self._stored.items() if isinstance(d, PlayerDocument))
 
     @property
     def installed(self) -> bool:
@@ -265,9 +362,19 @@ class MemoryPlugin:
         Relationships once. ``faction`` defaults to the archetype's faction; traits
         come from the archetype (neutral traits without one). ``key`` is the NPC's
         stable identity and must be unique among NPCs and players.
+
+        If the store holds an NPC with this key, its memories and relationships are
+        restored, and the saved name, faction, archetype and room fill in whichever of
+        those arguments are ``None``.
         """
         self._check_installed()
         key, display = self._check_new_key(key, name)
+        saved = self._saved(key, NpcDocument)
+        if saved is not None:
+            display = saved.name if name is None else display
+            archetype = saved.archetype if archetype is None else archetype
+            faction = saved.faction if faction is None else faction
+            room = saved.room if room is None else room
         traits = NpcTraits()
         if archetype is not None:
             arch = self.pack.archetypes.get(archetype)
@@ -285,8 +392,8 @@ class MemoryPlugin:
             faction=FactionMember(faction=faction),
             location=Location(room=_check_room(room)),
             traits=traits,
-            bank=MemoryBank(),
-            relationships=Relationships(),
+            bank=MemoryBank() if saved is None else saved.bank,
+            relationships=Relationships() if saved is None else saved.relationships,
         )
         handle.entity = self._attach_components(
             entity,
@@ -300,6 +407,13 @@ class MemoryPlugin:
         )
         self._npcs[handle.entity] = handle
         self._entities_by_key[key] = handle.entity
+        self._stored.pop(key, None)
+        if saved is None or (saved.name, saved.faction, saved.archetype) != (
+            display,
+            faction,
+            traits.archetype,
+        ):
+            self._mark(key)
         return handle.entity
 
     def add_player(
@@ -310,17 +424,25 @@ class MemoryPlugin:
         name: str | None = None,
         faction: str | None = None,
         room: str | None = None,
-        consent: bool = False,
-        anonymous: bool = False,
+        consent: bool | None = None,
+        anonymous: bool | None = None,
     ) -> int:
         """Make ``entity`` (created if ``None``) a player and return it.
 
         ``consent``: the player agreed to be remembered across sessions, which allows
         ``player``-scoped memories and makes them the default. ``anonymous``: an
-        unidentified participant, remembered only as ``anon`` fragments.
+        unidentified participant, remembered only as ``anon`` fragments. Both default
+        to the saved values of a stored player, else ``False``.
         """
         self._check_installed()
         key, display = self._check_new_key(key, name)
+        saved = self._saved(key, PlayerDocument)
+        if saved is not None:
+            display = saved.name if name is None else display
+            faction = saved.faction if faction is None else faction
+            room = saved.room if room is None else room
+            consent = saved.profile.consent if consent is None else consent
+            anonymous = saved.profile.anonymous if anonymous is None else anonymous
         self._check_faction(faction, key)
         if consent and anonymous:
             raise PrivacyError(f"player {key!r} cannot be both anonymous and consenting")
@@ -336,15 +458,30 @@ class MemoryPlugin:
         )
         self._players[handle.entity] = handle
         self._entities_by_key[key] = handle.entity
+        self._stored.pop(key, None)
+        if saved is None or (saved.name, saved.faction, saved.profile) != (
+            display,
+            faction,
+            handle.profile,
+        ):
+            self._mark(key)
         return handle.entity
 
-    def remove(self, ref: Ref) -> None:
-        """Forget the live registration of an NPC or player and detach the plugin's
-        components from its entity (the entity itself stays). Call this before
-        deleting an entity the plugin knows."""
+    def remove(self, ref: Ref, *, forget: bool = False) -> None:
+        """Take an NPC or player out of the live world: detach the plugin's components
+        from its entity (the entity itself stays). Call this before deleting an entity
+        the plugin knows. Its saved state stays in the store, restored if the key is
+        added again, unless ``forget`` deletes it from the store too."""
         self._check_installed()
         entity = self._resolve_entity(ref)
         handle: NpcHandle | PlayerHandle = self._npcs.get(entity) or self._players[entity]
+        key = handle.identity.key
+        if self._snapshotter is not None:
+            if forget:
+                self._snapshotter.forget(key)
+                self._writer_audit("forget", key)
+            else:
+                self._stored[key] = self._document_of(handle)
         with world_context(self.world):
             if esper.entity_exists(entity):
                 for component in _components_of(handle):
@@ -485,6 +622,7 @@ class MemoryPlugin:
             )
         memory_rules.insert(pair, memory, self.pack.memory, now)
         handle.bank.next_id += 1
+        self._mark(handle.identity.key)
         if affect_relationship and target is not None:
             deltas = rel_rules.memory_deltas(
                 tag_tuple, importance, intensity, valence, self.pack.relationships
@@ -562,6 +700,7 @@ class MemoryPlugin:
         handle = self._resolve_npc(npc)
         target = self._resolve_player(player)
         rel = self._relationship_for_write(handle, target)
+        self._mark(handle.identity.key)
         now = self.clock.now
         rel.interaction_count += 1
         if rel.first_met is None:
@@ -589,6 +728,69 @@ class MemoryPlugin:
         self._bus.publish(event)
 
     # ------------------------------------------------------------------ internals
+
+    def _mark(self, key: str) -> None:
+        if self._snapshotter is not None:
+            self._snapshotter.mark(key)
+
+    def _saved(self, key: str, kind: type[_D]) -> _D | None:
+        saved = self._stored.get(key)
+        if saved is None or isinstance(saved, kind):
+            return saved
+        raise DuplicateKeyError(
+            f"key {key!r} belongs to a stored {'NPC' if isinstance(saved, NpcDocument) else 'player'}"
+        )
+
+    def _document(self, key: str) -> Document | None:
+        entity = self._entities_by_key.get(key)
+        if entity is None:
+            return self._stored.get(key)
+        return self._document_of(self._npcs.get(entity) or self._players[entity])
+
+    def _document_of(self, handle: NpcHandle | PlayerHandle) -> Document:
+        now = self.clock.now
+        if isinstance(handle, NpcHandle):
+            return NpcDocument(
+                key=handle.identity.key,
+                name=handle.identity.name,
+                faction=handle.faction.faction,
+                archetype=handle.traits.archetype,
+                room=handle.location.room,
+                traits=handle.traits,
+                bank=handle.bank,
+                relationships=handle.relationships,
+                saved_at=now,
+            )
+        return PlayerDocument(
+            key=handle.identity.key,
+            name=handle.identity.name,
+            faction=handle.faction.faction,
+            room=handle.location.room,
+            profile=handle.profile,
+            saved_at=now,
+        )
+
+    def _meta(self, snapshots: int) -> StoreMeta:
+        rng_state, rng_gauss = pack_rng_state(self.rng)
+        return StoreMeta(
+            world=self.world,
+            pack=self.pack.pack.name,
+            seed=self.seed,
+            clock=self.clock.now,
+            rng_state=rng_state,
+            rng_gauss=rng_gauss,
+            snapshots=snapshots,
+        )
+
+    def _writer_audit(self, action: str, target: str) -> None:
+        if self._writer is not None:
+            entry = AuditEntry(
+                action=action,
+                target=target,
+                game_time=self.clock.now,
+                wall_time=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            )
+            self._writer.submit(WriteBatch(audit=[entry]))
 
     def _check_installed(self) -> None:
         if not self._installed:
@@ -666,6 +868,7 @@ class MemoryPlugin:
         self, npc: NpcHandle, player: PlayerHandle, deltas: dict[Dimension, float]
     ) -> Relationship:
         rel = self._relationship_for_write(npc, player)
+        self._mark(npc.identity.key)
         change = rel_rules.apply_deltas(rel, deltas, self.pack.relationships)
         self._publish_change(npc, player, rel, change)
         return rel

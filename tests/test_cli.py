@@ -11,6 +11,11 @@ import pytest
 from npc_memory.cli import main
 
 
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the demo writes its store to the working directory
+
+
 def test_pack_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["pack", "validate", "village"]) == 0
     out = capsys.readouterr().out
@@ -46,14 +51,16 @@ def test_demo_names_what_a_pack_lacks(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "unknown archetype 'blacksmith'" in capsys.readouterr().err
 
 
-def test_console_script_runs_the_demo() -> None:
+def test_console_script_runs_the_demo_on_a_tinydb_store(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "npc_memory.cli", "demo", "--days", "2", "--seed", "3"],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("npc-memory demo: village, 8 NPCs, 3 players, 2 game days, seed 3")
     assert "How each NPC regards each player" in result.stdout
+    assert "Saved to npc-memory-demo.db (8 NPCs, 3 players)" in result.stdout
+    assert len(list((tmp_path / "npc-memory-demo.db" / "docs").glob("*.json"))) == 11
 
 
 def test_usage_errors_exit_2() -> None:

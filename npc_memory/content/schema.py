@@ -240,7 +240,11 @@ class MemoryRules(_Model):
 
 
 class Budgets(_Model):
-    """Per-tick work budgets of the plugin's systems and its queue bounds."""
+    """Per-tick work budgets of the plugin's systems and its queue bounds.
+
+    ``snapshot_interval`` is in game seconds; ``snapshot_tick_ms`` caps the wall-clock
+    milliseconds a tick spends encoding snapshot documents (at least one is encoded).
+    """
 
     extraction_dispatch_per_tick: PositiveInt = 4
     extraction_apply_per_tick: PositiveInt = 8
@@ -249,6 +253,7 @@ class Budgets(_Model):
     decay_pairs_per_tick: PositiveInt = 50
     consolidation_pairs_per_tick: PositiveInt = 5
     snapshot_documents_per_tick: PositiveInt = 10
+    snapshot_tick_ms: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 2.0
     snapshot_interval: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 60.0
 
 

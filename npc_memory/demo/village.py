@@ -11,15 +11,20 @@ a memory whose tags move its relationship with the player by the pack's rules.
 from __future__ import annotations
 
 import io
+import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import esper
 
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import Stage, Valence
+from npc_memory.errors import StoreError
 from npc_memory.events import Event, RelationshipStageChanged, RelationshipThresholdCrossed
 from npc_memory.plugin import MemoryPlugin, install, uninstall
+from npc_memory.store.tinydb_store import is_store
 
 ROOMS = ("forge", "tavern", "market", "barracks", "gate", "fields", "temple")
 
@@ -96,19 +101,27 @@ def run_village(
     seed: int = 7,
     pack: str = "village",
     *,
+    store: str | os.PathLike[str] | None = None,
+    resume: bool = False,
     world: str = "npc-memory-demo",
     act_chance: float = 0.35,
     keep_installed: bool = False,
 ) -> DemoResult:
     """Simulate ``days`` game days of the village and return the report.
 
-    The same ``seed`` gives the same run. The plugin is uninstalled (and the esper
-    world deleted) afterwards unless ``keep_installed`` is set.
+    With ``store`` the village is persisted there (a TinyDB store directory): a fresh
+    one unless ``resume`` continues the village saved there, memories, relationships,
+    clock and random state included. An existing directory is only replaced if it is
+    an npc-memory store. The same ``seed`` (and starting store) gives the same run.
+    The plugin is uninstalled (saving the store, deleting the esper world) afterwards
+    unless ``keep_installed`` is set.
     """
     if days < 1:
         raise ValueError(f"days must be at least 1, got {days}")
+    if store is not None and not resume:
+        _clear_demo_store(Path(store))
     previous_world = esper.current_world
-    plugin = install(world=world, pack=pack, seed=seed, time_scale=3600.0)
+    plugin = install(world=world, pack=pack, store=store, seed=seed, time_scale=3600.0)
     try:
         log: list[str] = []
         plugin.on(RelationshipThresholdCrossed, _logger(plugin, log, _describe_threshold))
@@ -117,11 +130,19 @@ def run_village(
             plugin.add_npc(key=key, name=name, archetype=archetype, room=room)
         for key, name, faction, _ in PLAYERS:
             plugin.add_player(key=key, name=name, faction=faction, room=plugin.rng.choice(ROOMS))
+        first_day = int(plugin.clock.day) + 1
         esper.switch_world(world)
         for _ in range(days * 24):
             _hour(plugin, act_chance)
             esper.process(1.0)
-        report = _report(plugin, days, seed, log)
+        report = _report(plugin, first_day, days, seed, log)
+        if store is not None:
+            plugin.save()
+            report += (
+                f"\nSaved to {store} ({len(plugin.npcs())} NPCs, {len(plugin.players())} players). "
+                f"Look inside: npc-memory inspect --db {store} --npc hilda; "
+                f"continue it: npc-memory demo --db {store} --resume\n"
+            )
         return DemoResult(plugin=plugin, report=report, log=log)
     finally:
         esper.switch_world(previous_world)
@@ -129,6 +150,14 @@ def run_village(
             uninstall(world)
             if world != previous_world:
                 esper.delete_world(world)
+
+
+def _clear_demo_store(path: Path) -> None:
+    if not path.exists():
+        return
+    if not path.is_dir() or not is_store(path):
+        raise StoreError(f"{path} exists and is not an npc-memory store; choose another --db")
+    shutil.rmtree(path)
 
 
 def _hour(plugin: MemoryPlugin, act_chance: float) -> None:
@@ -221,13 +250,15 @@ def _stage_name(stage: Stage) -> str:
     return stage.value.replace("_", " ")
 
 
-def _report(plugin: MemoryPlugin, days: int, seed: int, log: list[str], log_lines: int = 30) -> str:
+def _report(
+    plugin: MemoryPlugin, first_day: int, days: int, seed: int, log: list[str], log_lines: int = 30
+) -> str:
     out = io.StringIO()
     players = [key for key, *_ in PLAYERS]
     names = {key: plugin.player(key).identity.name for key in players}
+    span = f"{days} game days" if first_day == 1 else f"game days {first_day}-{first_day + days - 1}"
     out.write(
-        f"npc-memory demo: village, {len(NPCS)} NPCs, {len(players)} players, "
-        f"{days} game days, seed {seed}\n\n"
+        f"npc-memory demo: village, {len(NPCS)} NPCs, {len(players)} players, {span}, seed {seed}\n\n"
     )
     out.write(f"Relationship events ({len(log)}):\n")
     for line in log[:log_lines]:

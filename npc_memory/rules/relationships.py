@@ -109,7 +109,7 @@ def initial_relationship(
         setattr(rel, dim, clamp(base + shift) if dim in DISPOSITION_DIMENSIONS else base)
     rel.disposition = disposition(rel, rules.disposition_weights)
     rel.stage = next_stage(Stage.STRANGER, rel.disposition, False, rules.stages)
-    rel.active_thresholds = tuple(t.name for t in rules.thresholds if _beyond(t, rel))
+    rel.active_thresholds = tuple(t.name for t in rules.thresholds if is_beyond(t, rel))
     return rel
 
 
@@ -153,7 +153,8 @@ def memory_deltas(
     return {dim: d * scale for dim, d in deltas.items() if d != 0.0 and math.isfinite(d)}
 
 
-def _beyond(threshold: Threshold, rel: Relationship) -> bool:
+def is_beyond(threshold: Threshold, rel: Relationship) -> bool:
+    """Whether ``rel`` is past ``threshold`` (below or above its level)."""
     value = rel.value(threshold.dimension)
     return value < threshold.value if threshold.direction == "below" else value > threshold.value
 
@@ -174,7 +175,7 @@ def _update_thresholds(
         if threshold.name in active:
             if _rearmed(threshold, rel, rearm):
                 active.discard(threshold.name)
-        elif _beyond(threshold, rel):
+        elif is_beyond(threshold, rel):
             active.add(threshold.name)
             crossed.append(threshold)
     rel.active_thresholds = tuple(t.name for t in thresholds if t.name in active)

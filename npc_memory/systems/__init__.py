@@ -12,9 +12,13 @@ PRIORITY_BASE = 0
 CLOCK_PRIORITY = 100
 """Offset of ClockSystem from the base: it runs before every other plugin system."""
 
+SNAPSHOT_PRIORITY = -100
+"""Offset of SnapshotSystem from the base: it runs after every other plugin system."""
+
 __all__ = [
     "CLOCK_PRIORITY",
     "PRIORITY_BASE",
+    "SNAPSHOT_PRIORITY",
     "ClockSystem",
     "DtSource",
     "first_positional",

@@ -1,0 +1,67 @@
+"""The store protocol every backend implements (TinyDB by default)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+import msgspec
+
+from npc_memory.store.documents import AuditEntry, Document, EncodedDocument, StoreMeta
+
+
+class StoreContents(msgspec.Struct, kw_only=True):
+    """Everything a store holds: its metadata (``None`` when new) and documents by key."""
+
+    meta: StoreMeta | None
+    documents: dict[str, Document]
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where snapshots go. Writes are durable when they return; a backend is used by
+    one thread at a time and owned by one process (it refuses a second opener).
+
+    Documents arrive already encoded (:class:`EncodedDocument`, canonical JSON), so a
+    snapshot never shares live components with the thread that writes them.
+    """
+
+    def load(self) -> StoreContents:
+        """Every document and the metadata; damage raises ``StoreCorruptError``."""
+        ...
+
+    def load_document(self, key: str) -> Document | None:
+        """One document, or ``None``."""
+        ...
+
+    def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
+        """Write or replace ``documents``, then ``meta``; atomic per document."""
+        ...
+
+    def delete(self, keys: Iterable[str]) -> None:
+        """Delete the documents of ``keys`` (missing keys are ignored)."""
+        ...
+
+    def read_meta(self) -> StoreMeta | None:
+        """The metadata, or ``None`` for a new store."""
+        ...
+
+    def write_meta(self, meta: StoreMeta) -> None:
+        """Replace the metadata."""
+        ...
+
+    def append_audit(self, entry: AuditEntry) -> None:
+        """Append to the append-only audit log."""
+        ...
+
+    def audit(self) -> list[AuditEntry]:
+        """The audit log, oldest first."""
+        ...
+
+    def flush(self) -> None:
+        """Make everything written so far durable."""
+        ...
+
+    def close(self) -> None:
+        """Release the store (idempotent)."""
+        ...

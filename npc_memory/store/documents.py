@@ -1,0 +1,117 @@
+"""What a store holds: one document per NPC and per player, store metadata, and
+audit entries. Documents are msgspec Structs; their JSON is the stable on-disk form.
+
+Each document carries the schema version ``v`` it was written with, so an older
+document is migrated on load (see :mod:`npc_memory.store.migrations`).
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+from array import array
+from typing import Any
+
+import msgspec
+
+from npc_memory.components import MemoryBank, NpcTraits, PlayerProfile, Relationships
+
+SCHEMA_VERSION = 2
+"""Current schema version of documents and store metadata.
+
+History: 1 — relationships had no record of which thresholds stood crossed;
+2 — ``Relationship.active_thresholds`` (threshold events fire once per crossing, also
+across restarts).
+"""
+
+
+class NpcDocument(msgspec.Struct, kw_only=True, tag="npc", tag_field="kind"):
+    """Everything persisted about one NPC. Who it is and where it stands are restored
+    from the host's ``add_npc`` call (these saved values fill in what the call omits);
+    what it lived through (memories, relationships) from here. ``saved_at`` in game seconds."""
+
+    v: int = SCHEMA_VERSION
+    key: str
+    name: str
+    faction: str | None = None
+    archetype: str | None = None
+    room: str | None = None
+    traits: NpcTraits = msgspec.field(default_factory=NpcTraits)
+    bank: MemoryBank = msgspec.field(default_factory=MemoryBank)
+    relationships: Relationships = msgspec.field(default_factory=Relationships)
+    saved_at: float = 0.0
+
+
+class PlayerDocument(msgspec.Struct, kw_only=True, tag="player", tag_field="kind"):
+    """Everything persisted about one player (consent and anonymity among it)."""
+
+    v: int = SCHEMA_VERSION
+    key: str
+    name: str
+    faction: str | None = None
+    room: str | None = None
+    profile: PlayerProfile = msgspec.field(default_factory=PlayerProfile)
+    saved_at: float = 0.0
+
+
+Document = NpcDocument | PlayerDocument
+"""A stored document, tagged by ``kind`` ("npc" or "player")."""
+
+
+class StoreMeta(msgspec.Struct, kw_only=True):
+    """Store-wide state: schema version, world, pack, game clock (game seconds), the
+    random generator's state (``rng_state``: base64 of its 625 32-bit words;
+    ``rng_gauss``: its cached gaussian, if any), and the number of completed snapshots."""
+
+    schema_version: int = SCHEMA_VERSION
+    world: str = ""
+    pack: str = ""
+    seed: int = 0
+    clock: float = 0.0
+    rng_state: str | None = None
+    rng_gauss: float | None = None
+    snapshots: int = 0
+
+
+def pack_rng_state(rng: random.Random) -> tuple[str, float | None]:
+    """The state of ``rng`` as (base64 words, cached gaussian)."""
+    version, words, gauss = rng.getstate()
+    if version != 3:
+        raise ValueError(f"unsupported random generator state version {version}")
+    return base64.b64encode(array("I", words).tobytes()).decode("ascii"), gauss
+
+
+def unpack_rng_state(rng: random.Random, state: str, gauss: float | None) -> None:
+    """Restore ``rng`` to a state made by :func:`pack_rng_state`."""
+    words = array("I")
+    words.frombytes(base64.b64decode(state, validate=True))
+    rng.setstate((3, tuple(words), gauss))
+
+
+class AuditEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One line of the append-only audit log: what was done, to what, when (game
+    seconds and wall-clock UTC ISO time), and any details."""
+
+    action: str
+    target: str = ""
+    game_time: float = 0.0
+    wall_time: str = ""
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class EncodedDocument(msgspec.Struct, frozen=True, kw_only=True):
+    """A document already encoded as its canonical JSON (``data``), ready for the
+    store's writer without touching live components."""
+
+    key: str
+    kind: str
+    data: bytes
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_document(document: Document) -> EncodedDocument:
+    """Encode ``document`` to its canonical JSON."""
+    kind = "npc" if isinstance(document, NpcDocument) else "player"
+    return EncodedDocument(key=document.key, kind=kind, data=_encoder.encode(document))
