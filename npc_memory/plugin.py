@@ -67,6 +67,7 @@ from npc_memory.query import MemoryQuery
 from npc_memory.rules import memory as memory_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.store import (
+    SCHEMA_VERSION,
     AuditEntry,
     Document,
     MigrationContext,
@@ -751,6 +752,7 @@ class MemoryPlugin:
         now = self.clock.now
         if isinstance(handle, NpcHandle):
             return NpcDocument(
+                v=SCHEMA_VERSION,
                 key=handle.identity.key,
                 name=handle.identity.name,
                 faction=handle.faction.faction,
@@ -762,6 +764,7 @@ class MemoryPlugin:
                 saved_at=now,
             )
         return PlayerDocument(
+            v=SCHEMA_VERSION,
             key=handle.identity.key,
             name=handle.identity.name,
             faction=handle.faction.faction,

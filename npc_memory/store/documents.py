@@ -1,8 +1,9 @@
 """What a store holds: one document per NPC and per player, store metadata, and
 audit entries. Documents are msgspec Structs; their JSON is the stable on-disk form.
 
-Each document carries the schema version ``v`` it was written with, so an older
-document is migrated on load (see :mod:`npc_memory.store.migrations`).
+Each document carries the schema version ``v`` it was written with (required: a
+document without one is from schema 1), so an older document is migrated on load
+(see :mod:`npc_memory.store.migrations`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class NpcDocument(msgspec.Struct, kw_only=True, tag="npc", tag_field="kind"):
     from the host's ``add_npc`` call (these saved values fill in what the call omits);
     what it lived through (memories, relationships) from here. ``saved_at`` in game seconds."""
 
-    v: int = SCHEMA_VERSION
+    v: int
     key: str
     name: str
     faction: str | None = None
@@ -45,7 +46,7 @@ class NpcDocument(msgspec.Struct, kw_only=True, tag="npc", tag_field="kind"):
 class PlayerDocument(msgspec.Struct, kw_only=True, tag="player", tag_field="kind"):
     """Everything persisted about one player (consent and anonymity among it)."""
 
-    v: int = SCHEMA_VERSION
+    v: int
     key: str
     name: str
     faction: str | None = None

@@ -1,0 +1,343 @@
+"""The plugin with a store: what is saved comes back exactly, snapshots are budgeted
+and incremental, the tick never waits on the disk, failures are retried."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import esper
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import npc_memory
+from npc_memory.components import DIMENSIONS, TriggerContext
+from npc_memory.content import load_pack
+from npc_memory.errors import StoreError
+from npc_memory.events import Event, Hostile, SnapshotFailed
+from npc_memory.store import AuditEntry, EncodedDocument, Store, StoreContents, StoreMeta, TinyDBStore
+from npc_memory.store.tinydb_store import file_name
+
+from .conftest import reset_esper
+
+ARCHETYPES = ["blacksmith", "innkeeper", "guard_captain", None]
+FACTIONS = ["adventurers", "thieves", None]
+
+
+def snapshot_pack(interval: float = 10.0, per_tick: int = 2) -> npc_memory.Pack:
+    data = load_pack("village").model_dump()
+    data["budgets"].update(snapshot_interval=interval, snapshot_documents_per_tick=per_tick, snapshot_tick_ms=1000.0)
+    return npc_memory.content.validate_pack(data)
+
+
+def tick(world: str, n: int = 1, dt: float = 1.0) -> None:
+    previous = esper.current_world
+    esper.switch_world(world)
+    for _ in range(n):
+        esper.process(dt)
+    esper.switch_world(previous)
+
+
+def components(plugin: npc_memory.MemoryPlugin) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+    for key in plugin.npcs():
+        h = plugin.npc(key)
+        state[key] = (h.identity, h.faction, h.location, h.traits, h.bank, h.relationships)
+    for key in plugin.players():
+        p = plugin.player(key)
+        state[key] = (p.identity, p.faction, p.location, p.profile)
+    return state
+
+
+spawn_npc = st.tuples(st.sampled_from(ARCHETYPES), st.sampled_from(["forge", "market", None]))
+spawn_player = st.tuples(st.sampled_from(FACTIONS), st.sampled_from(["consent", "anon", "plain"]))
+operation = st.one_of(
+    st.tuples(st.just("remember"), st.integers(0, 9), st.integers(0, 9), st.sampled_from(["episodic", "semantic", "procedural"]),
+              st.lists(st.sampled_from(["trade", "heroic", "theft", "gift", "secret"]), max_size=3),
+              st.floats(0, 1), st.booleans(), st.booleans()),
+    st.tuples(st.just("adjust"), st.integers(0, 9), st.integers(0, 9),
+              st.dictionaries(st.sampled_from(DIMENSIONS), st.floats(-0.5, 0.5), min_size=1)),
+    st.tuples(st.just("meet"), st.integers(0, 9), st.integers(0, 9)),
+    st.tuples(st.just("wait"), st.floats(0, 10 * 86_400)),
+    st.tuples(st.just("world"), st.integers(0, 9), st.floats(0, 1)),
+)
+
+
+def build(plugin: npc_memory.MemoryPlugin, npcs: Sequence[tuple[str | None, str | None]],
+          players: Sequence[tuple[str | None, str]]) -> None:
+    for i, (archetype, room) in enumerate(npcs):
+        plugin.add_npc(key=f"npc{i}", archetype=archetype, room=room)
+    for i, (faction, privacy) in enumerate(players):
+        plugin.add_player(key=f"pc{i}", faction=faction, consent=privacy == "consent", anonymous=privacy == "anon")
+
+
+def apply(plugin: npc_memory.MemoryPlugin, ops: Iterable[tuple[Any, ...]], n_npcs: int, n_players: int) -> None:
+    for op in ops:
+        kind = op[0]
+        if kind == "wait":
+            plugin.clock.advance(op[1])
+            continue
+        npc = f"npc{op[1] % n_npcs}"
+        if kind == "world":
+            plugin.remember(npc, None, "the harvest failed", importance=op[2], tags=["world"])
+            continue
+        player = f"pc{op[2] % n_players}"
+        if kind == "remember":
+            _, _, _, mem_kind, tags, importance, locked, affect = op
+            with contextlib.suppress(npc_memory.MemoryCapacityError):  # a kind full of locked memories
+                plugin.remember(npc, player, f"{mem_kind} about {player}", kind=mem_kind, tags=tags, importance=importance,
+                                locked=locked, affect_relationship=affect and bool(tags),
+                                trigger=TriggerContext(time_of_day="night") if mem_kind == "procedural" else None)
+        elif kind == "adjust":
+            plugin.adjust_relationship(npc, player, **op[3])
+        else:
+            plugin.record_interaction(npc, player)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(spawn_npc, min_size=1, max_size=4),
+    st.lists(spawn_player, min_size=1, max_size=3),
+    st.lists(operation, max_size=40),
+    st.integers(0, 2**32),
+)
+def test_what_was_saved_comes_back_exactly(
+    npcs: list[tuple[str | None, str | None]], players: list[tuple[str | None, str]], ops: list[tuple[Any, ...]], seed: int
+) -> None:
+    reset_esper()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "world.db"
+        plugin = npc_memory.install(world="w", store=db, seed=seed)
+        build(plugin, npcs, players)
+        apply(plugin, ops, len(npcs), len(players))
+        plugin.rng.random()  # the random stream has moved on: its state must come back too
+        before, clock, rng = components(plugin), plugin.clock.now, plugin.rng.getstate()
+        npc_memory.uninstall("w")
+
+        restored = npc_memory.install(world="w", store=db, seed=seed + 1)
+        assert sorted(restored.stored_npcs() + restored.stored_players()) == sorted(before)
+        build(restored, npcs, players)
+        assert components(restored) == before
+        assert (restored.clock.now, restored.rng.getstate()) == (clock, rng)
+        npc_memory.uninstall("w")
+
+
+def test_arguments_win_and_omitted_ones_come_from_the_store(tmp_path: Path) -> None:
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    plugin.add_npc(key="spy", name="Sly", archetype="innkeeper", faction="thieves", room="tavern")
+    plugin.add_player(key="alice", faction="adventurers", consent=True, room="market")
+    npc_memory.uninstall("w")
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    plugin.add_npc(key="spy", room="cellar")
+    plugin.add_player(key="alice")
+    spy, alice = plugin.npc("spy"), plugin.player("alice")
+    assert (spy.identity.name, spy.faction.faction, spy.traits.archetype, spy.location.room) == ("Sly", "thieves", "innkeeper", "cellar")
+    assert (alice.faction.faction, alice.profile.consent, alice.location.room) == ("adventurers", True, "market")
+    npc_memory.uninstall("w")
+
+
+def test_a_stored_key_keeps_its_role(tmp_path: Path) -> None:
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    plugin.add_npc(key="hilda")
+    npc_memory.uninstall("w")
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    with pytest.raises(npc_memory.DuplicateKeyError, match="'hilda' belongs to a stored NPC"):
+        plugin.add_player(key="hilda")
+    npc_memory.uninstall("w")
+
+
+def test_threshold_events_fire_once_per_crossing_across_a_restart(tmp_path: Path) -> None:
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    plugin.add_npc(key="hilda", archetype="blacksmith")
+    plugin.add_player(key="bram", faction="thieves")
+    fired: list[Event] = []
+    plugin.on(Hostile, fired.append)
+    plugin.adjust_relationship("hilda", "bram", trust=-0.3)
+    assert len(fired) == 1
+    npc_memory.uninstall("w")
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="bram")
+    plugin.on(Hostile, fired.append)
+    plugin.adjust_relationship("hilda", "bram", trust=-0.05)  # still below: the same crossing
+    assert len(fired) == 1
+    plugin.adjust_relationship("hilda", "bram", trust=+0.3)
+    plugin.adjust_relationship("hilda", "bram", trust=-0.3)
+    assert len(fired) == 2
+    npc_memory.uninstall("w")
+
+
+def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path) -> None:
+    writes: list[list[str]] = []
+    store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes)
+    plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=10.0, per_tick=2), store=store)
+    for i in range(5):
+        plugin.add_npc(key=f"npc{i}")
+    tick("w", 9)  # before the interval: nothing written
+    plugin._writer.drain()  # type: ignore[union-attr]
+    assert writes == []
+    tick("w", 1)  # interval reached: a round starts, 2 documents per tick
+    tick("w", 2)
+    plugin._writer.drain()  # type: ignore[union-attr]
+    assert writes == [["npc0", "npc1"], ["npc2", "npc3"], ["npc4"]]
+    assert store.metas[-1].clock == 12.0 and store.metas[-1].snapshots == 1
+    # Only what changed is written in the next round.
+    plugin.remember("npc3", None, "rain")
+    tick("w", 10)
+    plugin._writer.drain()  # type: ignore[union-attr]
+    assert writes[3:] == [["npc3"]]
+    npc_memory.uninstall("w")
+
+
+def test_the_tick_never_waits_for_the_disk(tmp_path: Path) -> None:
+    gate = threading.Event()
+    writes: list[list[str]] = []
+    store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes, gate=gate)
+    plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=1.0, per_tick=1), store=store)
+    for i in range(12):
+        plugin.add_npc(key=f"npc{i}")
+    tick("w", 20)  # the store is blocked: ticks return regardless
+    assert writes == []
+    assert plugin._writer.in_flight <= 4  # type: ignore[union-attr]  # encoding pauses while the writer is behind
+    gate.set()
+    npc_memory.uninstall("w")  # flushes everything
+    assert sorted(k for batch in writes for k in batch) == sorted(f"npc{i}" for i in range(12))
+
+
+def test_failed_writes_are_reported_and_retried(tmp_path: Path) -> None:
+    writes: list[list[str]] = []
+    store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes, fail=1)
+    plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=1.0, per_tick=10), store=store)
+    failures: list[SnapshotFailed] = []
+    plugin.on(SnapshotFailed, failures.append)
+    plugin.add_npc(key="hilda")
+    tick("w", 1)
+    plugin._writer.drain()  # type: ignore[union-attr]
+    tick("w", 1)  # the failure is noticed on the next tick and hilda is queued again
+    assert [f.error for f in failures] == ["disk full"]
+    plugin.save()
+    assert writes == [["hilda"]]
+    npc_memory.uninstall("w")
+
+
+def test_save_raises_when_the_store_fails(tmp_path: Path) -> None:
+    store = RecordingStore(TinyDBStore(tmp_path / "w.db"), [], fail=10)
+    plugin = npc_memory.install(world="w", store=store)
+    plugin.add_npc(key="hilda")
+    with pytest.raises(StoreError, match="disk full"):
+        plugin.save()
+    with pytest.raises(StoreError, match="disk full"):
+        npc_memory.uninstall("w")
+    assert not plugin.installed and "w" not in npc_memory.plugin._INSTALLED
+
+
+def test_save_without_a_store_is_a_no_op() -> None:
+    plugin = npc_memory.install(world="w")
+    plugin.add_npc(key="hilda")
+    plugin.save()
+    assert plugin.store is None
+
+
+def test_remove_keeps_the_document_and_forget_deletes_it(tmp_path: Path) -> None:
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    plugin.add_npc(key="hilda")
+    plugin.add_npc(key="brandt")
+    plugin.add_player(key="alice")
+    plugin.remember("hilda", "alice", "Alice bought nails")
+    plugin.remove("hilda")
+    assert plugin.stored_npcs() == ["hilda"]
+    plugin.remove("brandt", forget=True)
+    npc_memory.uninstall("w")
+    docs = tmp_path / "w.db" / "docs"
+    assert (docs / file_name("hilda")).exists() and not (docs / file_name("brandt")).exists()
+    store = TinyDBStore(tmp_path / "w.db")
+    assert [(e.action, e.target) for e in store.audit()] == [("forget", "brandt")]
+    store.close()
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    assert [m.content for m in plugin.memories("hilda", "alice")] == ["Alice bought nails"]
+    npc_memory.uninstall("w")
+
+
+def test_the_demo_resumes_from_its_store(tmp_path: Path) -> None:
+    from npc_memory.demo import run_village
+
+    def all_memories(plugin: npc_memory.MemoryPlugin) -> set[tuple[str, str, str]]:
+        return {(n, p, m.id) for n in plugin.npcs() for p in plugin.players() for m in plugin.memories(n, p)}
+
+    db = tmp_path / "demo.db"
+    first = run_village(days=2, seed=5, store=db, keep_installed=True)
+    assert "2 game days" in first.report and "Saved to" in first.report
+    after_two_days = all_memories(first.plugin)
+    npc_memory.uninstall(first.plugin.world)
+    resumed = run_village(days=2, seed=5, store=db, resume=True, keep_installed=True)
+    assert "game days 3-4" in resumed.report
+    assert resumed.plugin.clock.day == 4.0
+    assert after_two_days and after_two_days < all_memories(resumed.plugin)  # days 1-2 came back, 3-4 added
+    npc_memory.uninstall(resumed.plugin.world)
+    fresh = run_village(days=2, seed=5, store=db)  # not resuming: a fresh village, the same report
+    assert fresh.report == first.report
+    (tmp_path / "notastore").mkdir()
+    (tmp_path / "notastore" / "thesis.txt").write_text("precious")
+    with pytest.raises(StoreError, match="not an npc-memory store"):
+        run_village(days=1, store=tmp_path / "notastore")
+    assert (tmp_path / "notastore" / "thesis.txt").exists()
+
+
+class RecordingStore:
+    """A real store with a gate and a failure switch in front of it (test plumbing)."""
+
+    def __init__(self, inner: TinyDBStore, writes: list[list[str]], gate: threading.Event | None = None, fail: int = 0) -> None:
+        self.inner, self.writes, self.gate, self.fail = inner, writes, gate, fail
+        self.metas: list[StoreMeta] = []
+
+    def load(self) -> StoreContents:
+        return self.inner.load()
+
+    def load_document(self, key: str) -> Any:
+        return self.inner.load_document(key)
+
+    def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
+        if self.gate is not None:
+            self.gate.wait(timeout=30)
+        if self.fail:
+            self.fail -= 1
+            raise OSError("disk full")
+        if documents:
+            self.writes.append([d.key for d in documents])
+        if meta is not None:
+            self.metas.append(meta)
+        self.inner.write(documents, meta)
+
+    def delete(self, keys: Iterable[str]) -> None:
+        self.inner.delete(keys)
+
+    def read_meta(self) -> StoreMeta | None:
+        return self.inner.read_meta()
+
+    def write_meta(self, meta: StoreMeta) -> None:
+        self.inner.write_meta(meta)
+
+    def append_audit(self, entry: AuditEntry) -> None:
+        self.inner.append_audit(entry)
+
+    def audit(self) -> list[AuditEntry]:
+        return self.inner.audit()
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_recording_store_is_a_store(tmp_path: Path) -> None:
+    store = RecordingStore(TinyDBStore(tmp_path / "x.db"), [])
+    assert isinstance(store, Store)
+    store.close()
