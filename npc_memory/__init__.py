@@ -31,14 +31,26 @@ from npc_memory.errors import (
     UnknownEntityError,
     VersionConflictError,
 )
-from npc_memory.plugin import MemoryPlugin, Ref, get_plugin, install, uninstall
+from npc_memory.plugin import ConversationEnded, MemoryPlugin, Ref, get_plugin, install, uninstall
 from npc_memory.query import MemoryQuery
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    # The Anthropic SDK takes ~2 s to import: only games that configure an LLM pay for it.
+    if name == "AnthropicExtractor":
+        from npc_memory.extraction.anthropic import AnthropicExtractor
+
+        return AnthropicExtractor
+    raise AttributeError(f"module 'npc_memory' has no attribute {name!r}")
+
+
 __all__ = [
     "SECONDS_PER_DAY",
     "AlreadyInstalledError",
+    "AnthropicExtractor",
+    "ConversationEnded",
     "DuplicateKeyError",
     "EpisodicMemory",
     "EventHandlerError",

@@ -80,6 +80,28 @@ class SnapshotFailed(Event, frozen=True, kw_only=True):
     error: str
 
 
+class MemoriesExtracted(Event, frozen=True, kw_only=True):
+    """A finished conversation became memories (possibly none). ``source`` is "llm" or
+    "rules"; ``reason`` says why the rules were used when they were; ``memories`` are
+    the ids of the new memories of ``npc`` about ``player``."""
+
+    npc: str
+    player: str
+    conversation: str
+    source: str
+    reason: str
+    memories: tuple[str, ...]
+
+
+class ExtractionDropped(Event, frozen=True, kw_only=True):
+    """The extraction queue was full and the pack says to drop: this conversation will
+    not become memories (its working-memory summary stays)."""
+
+    npc: str
+    player: str
+    conversation: str
+
+
 THRESHOLD_EVENTS: dict[str, type[RelationshipThresholdCrossed]] = {
     cls.__name__: cls for cls in (Hostile, TrustedAlly, Cowed, Respected, BestFriend, Despised)
 }
@@ -91,7 +113,9 @@ __all__ = [
     "Cowed",
     "Despised",
     "Event",
+    "ExtractionDropped",
     "Hostile",
+    "MemoriesExtracted",
     "RelationshipEvent",
     "RelationshipStageChanged",
     "RelationshipThresholdCrossed",

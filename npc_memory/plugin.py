@@ -15,9 +15,10 @@ import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import esper
+import msgspec
 
 from npc_memory.bus import EventBus, Subscription
 from npc_memory.clock import GameClock
@@ -44,11 +45,13 @@ from npc_memory.components import (
     Valence,
 )
 from npc_memory.components.relationship import Dimension
+from npc_memory.components.working import ConversationSummary, WorkingMemory
 from npc_memory.content import Pack, load_pack
 from npc_memory.errors import (
     AlreadyInstalledError,
     DuplicateKeyError,
     InvalidArgumentError,
+    MemoryCapacityError,
     NotInstalledError,
     NpcMemoryError,
     PrivacyError,
@@ -59,10 +62,15 @@ from npc_memory.errors import (
 from npc_memory.events import (
     THRESHOLD_EVENTS,
     Event,
+    ExtractionDropped,
+    MemoriesExtracted,
     RelationshipStageChanged,
     RelationshipThresholdCrossed,
     SnapshotFailed,
 )
+from npc_memory.extraction.model import ExtractionJob, ExtractionResult, Turn
+from npc_memory.extraction.pipeline import ExtractionPipeline
+from npc_memory.extraction.rules import summarize
 from npc_memory.query import MemoryQuery
 from npc_memory.rules import memory as memory_rules
 from npc_memory.rules import relationships as rel_rules
@@ -82,6 +90,7 @@ from npc_memory.store.documents import pack_rng_state, unpack_rng_state
 from npc_memory.store.writer import StoreWriter, WriteBatch
 from npc_memory.systems import (
     CLOCK_PRIORITY,
+    EXTRACTION_PRIORITY,
     PRIORITY_BASE,
     SNAPSHOT_PRIORITY,
     ClockSystem,
@@ -89,8 +98,12 @@ from npc_memory.systems import (
     first_positional,
     keyword,
 )
+from npc_memory.systems.extraction import ExtractionSystem
 from npc_memory.systems.snapshot import SnapshotSystem, Snapshotter
 from npc_memory.world import world_context
+
+if TYPE_CHECKING:
+    from npc_memory.extraction.anthropic import AnthropicExtractor
 
 Ref = int | str
 """An NPC or player: its esper entity id in the plugin's world, or its stable key."""
@@ -103,6 +116,9 @@ GAME_ONLY_TAGS = frozenset({"game-only", "game_only"})
 
 MAX_CONTENT_CHARS = 2000
 MAX_KEY_CHARS = 128
+MAX_TURNS = 500
+RULES_CONFIDENCE = 0.7
+LLM_CONFIDENCE = 0.9
 
 _INSTALLED: dict[str, MemoryPlugin] = {}
 
@@ -118,6 +134,7 @@ class NpcHandle:
     traits: NpcTraits
     bank: MemoryBank
     relationships: Relationships
+    working: WorkingMemory
 
 
 @dataclass(slots=True)
@@ -136,6 +153,7 @@ def install(
     pack: str | Path | Pack = "village",
     store: str | os.PathLike[str] | Store | None = None,
     *,
+    llm: AnthropicExtractor | None = None,
     seed: int = 0,
     time_scale: float = 1.0,
     start_time: float = 0.0,
@@ -150,6 +168,8 @@ def install(
     missing), any :class:`Store` (the plugin takes ownership and closes it), or ``None``
     to keep everything in memory. A store's saved clock and random state are restored,
     and each saved NPC or player is restored when its key is added again.
+    ``llm`` turns on LLM extraction (an :class:`AnthropicExtractor`); without it,
+    conversations are extracted by the rule-based extractor, offline.
     ``seed`` seeds the plugin's random generator (same seed, same world).
     Game time starts at ``start_time`` game seconds and advances by ``time_scale``
     game seconds per real second passed to ``esper.process``: by default its first
@@ -186,18 +206,38 @@ def install(
         raise InvalidArgumentError(f"dt must be None, a keyword name or a callable, got {dt!r}")
     clock = GameClock(start=start_time, time_scale=time_scale)
     backend = _open_store(store, loaded)
+    pipeline: ExtractionPipeline | None = None
     try:
         contents = backend.load() if backend is not None else None
+        pipeline = ExtractionPipeline(loaded.budgets, loaded.llm, _llm_worker(llm, loaded))
         plugin = MemoryPlugin(name, loaded, seed=seed, clock=clock, forward_events=forward_events)
         plugin._attach(ClockSystem(plugin.clock, dt_source), priority + CLOCK_PRIORITY)
+        plugin._attach_extraction(pipeline, priority + EXTRACTION_PRIORITY)
         if backend is not None and contents is not None:
             plugin._attach_store(backend, contents, priority + SNAPSHOT_PRIORITY)
     except BaseException:
+        if pipeline is not None:
+            pipeline.close()
         if backend is not None:
             backend.close()
         raise
     _INSTALLED[name] = plugin
     return plugin
+
+
+def _llm_worker(llm: AnthropicExtractor | None, pack: Pack) -> Any:
+    if llm is None:
+        return None
+    from npc_memory.extraction.anthropic import AnthropicExtractor, LLMWorker  # imports anthropic
+
+    if not isinstance(llm, AnthropicExtractor):
+        raise InvalidArgumentError(f"llm must be an npc_memory.AnthropicExtractor or None, got {llm!r}")
+    return LLMWorker(
+        llm,
+        deadline=pack.llm.deadline,
+        max_retries=pack.llm.max_retries,
+        max_tokens=pack.llm.max_output_tokens,
+    )
 
 
 def _open_store(store: str | os.PathLike[str] | Store | None, pack: Pack) -> Store | None:
@@ -230,6 +270,16 @@ def get_plugin(world: str | None = None) -> MemoryPlugin:
         return _INSTALLED[name]
     except KeyError:
         raise NotInstalledError(f"npc_memory is not installed in esper world {name!r}") from None
+
+
+class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``end_conversation`` did: the conversation's id, its working-memory summary,
+    and what happened to its extraction: ``"queued"``, ``"extracted"`` (queue full: the
+    rules extracted it at once) or ``"dropped"`` (queue full, pack says drop)."""
+
+    conversation: str
+    summary: str
+    status: Literal["queued", "extracted", "dropped"]
 
 
 class MemoryPlugin:
@@ -272,6 +322,8 @@ class MemoryPlugin:
         self._stored: dict[str, Document] = {}
         self._writer: StoreWriter | None = None
         self._snapshotter: Snapshotter | None = None
+        self._pipeline: ExtractionPipeline | None = None
+        self._conversations: dict[tuple[str, str], list[Turn]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -280,9 +332,20 @@ class MemoryPlugin:
             esper.add_processor(processor, priority=priority)
         self._processors.append(processor)
 
+    def _attach_extraction(self, pipeline: ExtractionPipeline, priority: int) -> None:
+        self._pipeline = pipeline
+        self._attach(ExtractionSystem(pipeline, self._apply_extraction), priority)
+
+    @property
+    def extraction(self) -> ExtractionPipeline:
+        """The extraction pipeline: ``stats``, ``limiter`` (budgets), ``breaker``, queue."""
+        assert self._pipeline is not None
+        return self._pipeline
+
     def _attach_store(self, store: Store, contents: StoreContents, priority: int) -> None:
         meta = contents.meta
         if meta is not None:
+            self.extraction.restore(meta.pending_extractions)
             self.clock.set(max(meta.clock, self.clock.now))
             if meta.rng_state is not None:
                 unpack_rng_state(self.rng, meta.rng_state, meta.rng_gauss)
@@ -309,6 +372,8 @@ class MemoryPlugin:
             self.save()
         except NpcMemoryError as exc:
             error = exc
+        if self._pipeline is not None:
+            self._pipeline.close()
         if self._writer is not None:
             self._writer.close()
         if self.store is not None:
@@ -359,8 +424,8 @@ class MemoryPlugin:
     ) -> int:
         """Make ``entity`` (created in the plugin's world if ``None``) an NPC and return it.
 
-        Attaches Identity, FactionMember, Location, NpcTraits, MemoryBank and
-        Relationships once. ``faction`` defaults to the archetype's faction; traits
+        Attaches Identity, FactionMember, Location, NpcTraits, MemoryBank,
+        Relationships and WorkingMemory once. ``faction`` defaults to the archetype's faction; traits
         come from the archetype (neutral traits without one). ``key`` is the NPC's
         stable identity and must be unique among NPCs and players.
 
@@ -395,6 +460,7 @@ class MemoryPlugin:
             traits=traits,
             bank=MemoryBank() if saved is None else saved.bank,
             relationships=Relationships() if saved is None else saved.relationships,
+            working=WorkingMemory() if saved is None else saved.working,
         )
         handle.entity = self._attach_components(
             entity,
@@ -405,6 +471,7 @@ class MemoryPlugin:
             handle.traits,
             handle.bank,
             handle.relationships,
+            handle.working,
         )
         self._npcs[handle.entity] = handle
         self._entities_by_key[key] = handle.entity
@@ -415,6 +482,7 @@ class MemoryPlugin:
             traits.archetype,
         ):
             self._mark(key)
+        self._unpark()
         return handle.entity
 
     def add_player(
@@ -466,6 +534,7 @@ class MemoryPlugin:
             handle.profile,
         ):
             self._mark(key)
+        self._unpark()
         return handle.entity
 
     def remove(self, ref: Ref, *, forget: bool = False) -> None:
@@ -654,6 +723,141 @@ class MemoryPlugin:
         """Salience of ``memory`` now, in [0, 1]."""
         return memory_rules.salience(memory, self.clock.now, self.pack.memory.recency_days)
 
+    # ------------------------------------------------------------------ conversations
+
+    def say(self, npc: Ref, player: Ref, speaker: str, text: str) -> None:
+        """Append a line to the open conversation between ``npc`` and ``player``
+        (opened by the first line). ``speaker`` is who said it (a display name)."""
+        self._check_installed()
+        handle, target = self._resolve_npc(npc), self._resolve_player(player)
+        line = Turn(
+            _check_text("speaker", speaker, MAX_KEY_CHARS), _check_text("text", text, MAX_CONTENT_CHARS)
+        )
+        pair = (handle.identity.key, target.identity.key)
+        turns = self._conversations.setdefault(pair, [])
+        if len(turns) >= MAX_TURNS:
+            raise InvalidArgumentError(
+                f"the conversation of {pair[0]!r} and {pair[1]!r} has {MAX_TURNS} lines; end it first"
+            )
+        turns.append(line)
+
+    def end_conversation(self, npc: Ref, player: Ref) -> ConversationEnded | None:
+        """Close the open conversation of ``npc`` and ``player`` and queue its extraction.
+
+        At once: the conversation gets an id (``"<npc>/<player>/<n>"``), a one-line
+        summary goes into the NPC's working memory (last three per pair), and the pair
+        counts one interaction. The extraction job then waits for ExtractionSystem. If
+        the queue is full the result says so: ``status`` is ``"extracted"`` when the
+        rules extracted it on the spot (pack ``extraction_overflow = "rules"``) or
+        ``"dropped"`` (``"drop"``; an ExtractionDropped event fires). Returns ``None``
+        when no conversation is open, so ending twice is harmless."""
+        self._check_installed()
+        handle, target = self._resolve_npc(npc), self._resolve_player(player)
+        npc_key, player_key = handle.identity.key, target.identity.key
+        turns = self._conversations.pop((npc_key, player_key), None)
+        if not turns:
+            return None
+        working = handle.working
+        number = working.conversations.get(player_key, 0) + 1
+        working.conversations[player_key] = number
+        archetype = self.pack.archetypes.get(handle.traits.archetype or "")
+        job = ExtractionJob(
+            conversation=f"{npc_key}/{player_key}/{number}",
+            npc=npc_key,
+            npc_name=handle.identity.name,
+            npc_role=archetype.role if archetype is not None else "",
+            player=player_key,
+            player_name=target.identity.name,
+            room=handle.location.room,
+            turns=tuple(turns),
+            ended_at=self.clock.now,
+        )
+        summary = ConversationSummary(
+            conversation=job.conversation, summary=summarize(job), turns=len(turns), ended_at=job.ended_at
+        )
+        working.remember_conversation(player_key, summary)
+        self.record_interaction(handle.entity, target.entity)
+        pipeline = self.extraction
+        status: Literal["queued", "extracted", "dropped"] = "queued"
+        if not pipeline.enqueue(job):
+            if self.pack.budgets.extraction_overflow == "rules":
+                status = "extracted"
+                result = pipeline.extract_now(job, "queue full: extracted by the rules at once")
+                self._apply_extraction(result)
+            else:
+                status = "dropped"
+                pipeline.stats.dropped += 1
+                dropped = ExtractionDropped(
+                    game_time=self.clock.now, npc=npc_key, player=player_key, conversation=job.conversation
+                )
+                self._publish(dropped)
+        return ConversationEnded(conversation=job.conversation, summary=summary.summary, status=status)
+
+    def working_memory(self, npc: Ref, player: Ref) -> list[ConversationSummary]:
+        """The last conversations (up to three, oldest first) of ``npc`` with ``player``."""
+        handle, target = self._resolve_npc(npc), self._resolve_player(player)
+        return list(handle.working.recent.get(target.identity.key, []))
+
+    def _apply_extraction(self, result: ExtractionResult) -> None:
+        job = result.job
+        npc_entity = self._entities_by_key.get(job.npc, -1)
+        player_entity = self._entities_by_key.get(job.player, -1)
+        if npc_entity not in self._npcs or player_entity not in self._players:
+            self.extraction.parked.append(result)  # applied when both are in the world again
+            return
+        handle, target = self._npcs[npc_entity], self._players[player_entity]
+        stats = self.extraction.stats
+        if not handle.working.mark_extracted(job.conversation):
+            stats.duplicates += 1
+            return
+        confidence = LLM_CONFIDENCE if result.source == "llm" else RULES_CONFIDENCE
+        ids: list[str] = []
+        deltas: dict[Dimension, float] = {}
+        for extracted in result.memories:
+            try:
+                memory = self.remember(
+                    npc_entity,
+                    player_entity,
+                    extracted.content,
+                    kind=extracted.kind,
+                    tags=extracted.tags,
+                    importance=extracted.importance,
+                    confidence=confidence,
+                    valence=extracted.valence,
+                    intensity=extracted.intensity,
+                    source_conversation=job.conversation,
+                )
+            except (MemoryCapacityError, PrivacyError):
+                continue
+            ids.append(memory.id)
+            for dim, delta in rel_rules.memory_deltas(
+                extracted.tags, extracted.importance, extracted.intensity, extracted.valence,
+                self.pack.relationships,
+            ).items():
+                deltas[dim] = deltas.get(dim, 0.0) + delta
+        self._mark(handle.identity.key)
+        if deltas:
+            self._change_relationship(handle, target, deltas)
+        stats.applied += 1
+        self._publish(
+            MemoriesExtracted(
+                game_time=self.clock.now,
+                npc=job.npc,
+                player=job.player,
+                conversation=job.conversation,
+                source=result.source,
+                reason=result.reason,
+                memories=tuple(ids),
+            )
+        )
+
+    def _unpark(self) -> None:
+        if self._pipeline is None or not self._pipeline.parked:
+            return
+        parked, self._pipeline.parked = self._pipeline.parked, []
+        for result in parked:
+            self._apply_extraction(result)
+
     # ------------------------------------------------------------------ relationships
 
     def relationship(self, npc: Ref, player: Ref) -> Relationship:
@@ -761,6 +965,7 @@ class MemoryPlugin:
                 traits=handle.traits,
                 bank=handle.bank,
                 relationships=handle.relationships,
+                working=handle.working,
                 saved_at=now,
             )
         return PlayerDocument(
@@ -783,6 +988,7 @@ class MemoryPlugin:
             rng_state=rng_state,
             rng_gauss=rng_gauss,
             snapshots=snapshots,
+            pending_extractions=self.extraction.pending(),
         )
 
     def _writer_audit(self, action: str, target: str) -> None:
@@ -916,6 +1122,7 @@ def _components_of(handle: NpcHandle | PlayerHandle) -> tuple[Any, ...]:
             handle.traits,
             handle.bank,
             handle.relationships,
+            handle.working,
         )
     return (handle.identity, handle.faction, handle.location, handle.profile)
 

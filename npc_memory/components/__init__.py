@@ -32,12 +32,14 @@ from npc_memory.components.relationship import (
     Relationships,
     Stage,
 )
+from npc_memory.components.working import ConversationSummary, WorkingMemory
 
 __all__ = [
     "DIMENSIONS",
     "MEMORY_KINDS",
     "SCOPES",
     "VALENCES",
+    "ConversationSummary",
     "Dimension",
     "EpisodicMemory",
     "FactionMember",
@@ -59,5 +61,6 @@ __all__ = [
     "Stage",
     "TriggerContext",
     "Valence",
+    "WorkingMemory",
     "kind_of",
 ]

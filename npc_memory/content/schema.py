@@ -244,17 +244,37 @@ class Budgets(_Model):
 
     ``snapshot_interval`` is in game seconds; ``snapshot_tick_ms`` caps the wall-clock
     milliseconds a tick spends encoding snapshot documents (at least one is encoded).
+    ``extraction_queue`` bounds the jobs waiting for extraction; when it is full,
+    ``extraction_overflow`` either extracts the job with the rules at once ("rules") or
+    drops it, counted and announced ("drop").
     """
 
     extraction_dispatch_per_tick: PositiveInt = 4
     extraction_apply_per_tick: PositiveInt = 8
     extraction_queue: PositiveInt = 200
+    extraction_overflow: Literal["rules", "drop"] = "rules"
     gossip_exchanges_per_tick: PositiveInt = 3
     decay_pairs_per_tick: PositiveInt = 50
     consolidation_pairs_per_tick: PositiveInt = 5
     snapshot_documents_per_tick: PositiveInt = 10
     snapshot_tick_ms: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 2.0
     snapshot_interval: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 60.0
+
+
+class LlmRules(_Model):
+    """Limits of LLM extraction. Token budgets are per UTC day (real time: they guard
+    money) and count input, output and cache tokens; ``deadline`` (real seconds) bounds
+    a whole call including the SDK's retries and any retry-after wait."""
+
+    daily_tokens: PositiveInt = 2_000_000
+    npc_daily_tokens: PositiveInt = 20_000
+    requests_per_minute: PositiveInt = 50
+    max_in_flight: PositiveInt = 8
+    deadline: Annotated[float, Field(gt=0.0, le=600.0, allow_inf_nan=False)] = 20.0
+    max_retries: Annotated[int, Field(ge=0, le=10)] = 2
+    max_output_tokens: Annotated[int, Field(ge=64, le=8192)] = 600
+    breaker_failures: PositiveInt = 5
+    breaker_cooldown: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 60.0
 
 
 class Pack(_Model):
@@ -266,6 +286,7 @@ class Pack(_Model):
     relationships: RelationshipRules = RelationshipRules()
     memory: MemoryRules = MemoryRules()
     budgets: Budgets = Budgets()
+    llm: LlmRules = LlmRules()
 
     @model_validator(mode="after")
     def _references_exist(self) -> Pack:

@@ -15,7 +15,8 @@ from typing import Any
 
 import msgspec
 
-from npc_memory.components import MemoryBank, NpcTraits, PlayerProfile, Relationships
+from npc_memory.components import MemoryBank, NpcTraits, PlayerProfile, Relationships, WorkingMemory
+from npc_memory.extraction.model import ExtractionJob
 
 SCHEMA_VERSION = 2
 """Current schema version of documents and store metadata.
@@ -40,6 +41,7 @@ class NpcDocument(msgspec.Struct, kw_only=True, tag="npc", tag_field="kind"):
     traits: NpcTraits = msgspec.field(default_factory=NpcTraits)
     bank: MemoryBank = msgspec.field(default_factory=MemoryBank)
     relationships: Relationships = msgspec.field(default_factory=Relationships)
+    working: WorkingMemory = msgspec.field(default_factory=WorkingMemory)
     saved_at: float = 0.0
 
 
@@ -62,7 +64,8 @@ Document = NpcDocument | PlayerDocument
 class StoreMeta(msgspec.Struct, kw_only=True):
     """Store-wide state: schema version, world, pack, game clock (game seconds), the
     random generator's state (``rng_state``: base64 of its 625 32-bit words;
-    ``rng_gauss``: its cached gaussian, if any), and the number of completed snapshots."""
+    ``rng_gauss``: its cached gaussian, if any), the number of completed snapshots, and
+    the extraction jobs not yet applied (restored into the queue on load)."""
 
     schema_version: int = SCHEMA_VERSION
     world: str = ""
@@ -72,6 +75,7 @@ class StoreMeta(msgspec.Struct, kw_only=True):
     rng_state: str | None = None
     rng_gauss: float | None = None
     snapshots: int = 0
+    pending_extractions: list[ExtractionJob] = msgspec.field(default_factory=list)
 
 
 def pack_rng_state(rng: random.Random) -> tuple[str, float | None]:

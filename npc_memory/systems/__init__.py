@@ -12,11 +12,15 @@ PRIORITY_BASE = 0
 CLOCK_PRIORITY = 100
 """Offset of ClockSystem from the base: it runs before every other plugin system."""
 
+EXTRACTION_PRIORITY = 50
+"""Offset of ExtractionSystem from the base."""
+
 SNAPSHOT_PRIORITY = -100
 """Offset of SnapshotSystem from the base: it runs after every other plugin system."""
 
 __all__ = [
     "CLOCK_PRIORITY",
+    "EXTRACTION_PRIORITY",
     "PRIORITY_BASE",
     "SNAPSHOT_PRIORITY",
     "ClockSystem",

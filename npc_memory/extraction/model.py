@@ -1,0 +1,78 @@
+"""What extraction works on and produces: jobs (a finished conversation), extracted
+memories, token usage and results that record where they came from."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from npc_memory.components.memory import MemoryKind, Valence
+
+Source = Literal["llm", "rules"]
+
+MAX_MEMORIES = 3
+"""An extraction yields at most this many memories."""
+
+MAX_CONTENT = 500
+"""Extracted memory content is cut to this many characters."""
+
+
+class Turn(msgspec.Struct, frozen=True, array_like=True):
+    """One line of a conversation: who spoke (display name) and what they said."""
+
+    speaker: str
+    text: str
+
+
+class ExtractionJob(msgspec.Struct, frozen=True, kw_only=True):
+    """A finished conversation waiting to become memories. ``ended_at`` in game seconds."""
+
+    conversation: str
+    npc: str
+    npc_name: str
+    npc_role: str = ""
+    player: str
+    player_name: str
+    room: str | None = None
+    turns: tuple[Turn, ...] = ()
+    ended_at: float = 0.0
+
+
+class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
+    """A memory proposed by an extractor, already validated and clamped: ranges in
+    [0, 1], content ≤ 500 characters, tags lower-case."""
+
+    content: str
+    kind: MemoryKind = "episodic"
+    tags: tuple[str, ...] = ()
+    importance: float = 0.5
+    valence: Valence = "neutral"
+    intensity: float = 0.0
+
+
+class TokenUsage(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens one LLM call used, as the API reported them."""
+
+    input: int = 0
+    output: int = 0
+    cache_write: int = 0
+    cache_read: int = 0
+
+    @property
+    def total(self) -> int:
+        """Every token counted against budgets: input, output and both cache kinds."""
+        return self.input + self.output + self.cache_write + self.cache_read
+
+
+class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of one job: the memories, which extractor made them (``llm`` or
+    ``rules``) and why (``reason``: "llm", or why the rules were used instead), and
+    what the call cost (USD) when an LLM was asked."""
+
+    job: ExtractionJob
+    memories: tuple[ExtractedMemory, ...]
+    source: Source
+    reason: str
+    usage: TokenUsage | None = None
+    cost_usd: float = 0.0
