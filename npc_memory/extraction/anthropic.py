@@ -13,13 +13,12 @@ import asyncio
 import concurrent.futures
 import json
 import threading
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import anthropic
 
 from npc_memory.extraction.budget import Price, price_of
-from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, TokenUsage
+from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, LLMOutcome, TokenUsage
 from npc_memory.extraction.validate import OUTPUT_SCHEMA, MalformedOutputError, parse_memories
 
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -67,15 +66,6 @@ Oswin: You always haggle over every copper, don't you?
 Cora: Of course. Twelve silver for the rope, not fifteen.
 Answer: {"memories": [{"content": "Cora always haggles hard over prices.", "kind": "procedural",
 "tags": ["trade"], "importance": 0.3, "valence": "neutral", "intensity": 0.2}]}"""
-
-
-@dataclass(frozen=True)
-class LLMOutcome:
-    """What one call produced: memories, or the reason it failed; usage when known."""
-
-    memories: tuple[ExtractedMemory, ...] | None
-    usage: TokenUsage | None
-    failure: str | None = None
 
 
 class AnthropicExtractor:
@@ -152,7 +142,10 @@ class AnthropicExtractor:
 
     def parse(self, message: Any) -> tuple[ExtractedMemory, ...]:
         """The memories in a Messages API response (validated and clamped)."""
-        for block in message.content:
+        content = getattr(message, "content", None)
+        if not isinstance(content, list):
+            raise MalformedOutputError(f"the response is not a message (got {type(message).__name__})")
+        for block in content:
             if self.mode == "tool" and getattr(block, "type", None) == "tool_use":
                 return parse_memories(block.input)
             if self.mode == "json" and getattr(block, "type", None) == "text":

@@ -76,3 +76,11 @@ class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
     usage: TokenUsage | None = None
     cost_usd: float = 0.0
+
+
+class LLMOutcome(msgspec.Struct, frozen=True):
+    """What one LLM call produced: memories, or why it failed; usage when known."""
+
+    memories: tuple[ExtractedMemory, ...] | None
+    usage: TokenUsage | None
+    failure: str | None = None

@@ -14,11 +14,11 @@ import msgspec
 
 from npc_memory.content.schema import Budgets, LlmRules
 from npc_memory.extraction.budget import BudgetLimiter, CircuitBreaker
-from npc_memory.extraction.model import ExtractionJob, ExtractionResult
+from npc_memory.extraction.model import ExtractionJob, ExtractionResult, LLMOutcome
 from npc_memory.extraction.rules import RuleBasedExtractor
 
 if TYPE_CHECKING:  # importing the worker imports `anthropic` (~2 s): only when an LLM is configured
-    from npc_memory.extraction.anthropic import LLMOutcome, LLMWorker
+    from npc_memory.extraction.anthropic import LLMWorker
 
 
 @dataclass
@@ -141,7 +141,10 @@ class ExtractionPipeline:
             if not flight.future.done():
                 still.append(flight)
                 continue
-            outcome = flight.future.result()
+            try:
+                outcome = flight.future.result()
+            except BaseException as exc:  # a cancelled or crashed call is a failed call, never a crash here
+                outcome = LLMOutcome(None, None, f"llm error: {type(exc).__name__}")
             assert self.worker is not None
             cost = self.worker.extractor.price.cost(outcome.usage) if outcome.usage else 0.0
             self.limiter.settle(flight.job.npc, flight.estimate, outcome.usage, cost)

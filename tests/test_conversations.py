@@ -1,0 +1,189 @@
+"""The conversation API and ExtractionSystem offline: ids, working memory, budgets per
+tick, a bounded queue that never loses a job silently, idempotency across restarts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import esper
+import msgspec
+import pytest
+
+import npc_memory
+from npc_memory.content import load_pack, validate_pack
+from npc_memory.events import Event, ExtractionDropped, MemoriesExtracted
+from npc_memory.extraction.model import ExtractionJob, ExtractionResult
+from npc_memory.store import TinyDBStore
+
+from .conftest import Village
+
+
+def pack(**budgets: Any) -> npc_memory.Pack:
+    data = load_pack("village").model_dump()
+    data["budgets"].update(budgets)
+    return validate_pack(data)
+
+
+def talk(plugin: npc_memory.MemoryPlugin, npc: str = "hilda", player: str = "alice",
+         line: str = "I'll help you carry the ore, let me help.") -> npc_memory.ConversationEnded:
+    plugin.say(npc, player, plugin.player(player).identity.name, line)
+    plugin.say(npc, player, plugin.npc(npc).identity.name, "Thank you for the help.")
+    ended = plugin.end_conversation(npc, player)
+    assert ended is not None
+    return ended
+
+
+def tick(world: str, n: int = 1) -> None:
+    esper.switch_world(world)
+    for _ in range(n):
+        esper.process(1.0)
+    esper.switch_world("default")
+
+
+def collect(plugin: npc_memory.MemoryPlugin, kind: type[Event] = MemoriesExtracted) -> list[Any]:
+    seen: list[Any] = []
+    plugin.on(kind, seen.append)
+    return seen
+
+
+def test_end_conversation_numbers_summarises_and_queues(village: Village) -> None:
+    p = village.plugin
+    ended = talk(p)
+    assert ended.conversation == "hilda/alice/1" and ended.status == "queued"
+    assert ended.summary == 'Talked with Alice (2 lines): "I\'ll help you carry the ore, let me help."'
+    assert [s.conversation for s in p.working_memory("hilda", "alice")] == ["hilda/alice/1"]
+    assert p.query.has_met("hilda", "alice") and p.memories("hilda", "alice") == []
+    assert p.end_conversation("hilda", "alice") is None  # nothing open: ending again is harmless
+    assert talk(p).conversation == "hilda/alice/2" and talk(p, npc="brandt").conversation == "brandt/alice/1"
+    for _ in range(3):
+        talk(p)
+    assert [s.conversation for s in p.working_memory("hilda", "alice")] == [f"hilda/alice/{i}" for i in (3, 4, 5)]
+
+
+def test_extraction_applies_within_the_tick_budgets() -> None:
+    plugin = npc_memory.install(world="t", pack=pack(extraction_dispatch_per_tick=2, extraction_apply_per_tick=1))
+    plugin.add_npc(key="hilda", archetype="blacksmith")
+    plugin.add_player(key="alice", faction="adventurers")
+    seen = collect(plugin)
+    for _ in range(4):
+        talk(plugin)
+    counts = []
+    for _ in range(5):
+        tick("t")
+        counts.append(len(seen))
+    assert counts == [1, 2, 3, 4, 4]  # one applied per tick although two were dispatched
+    assert [e.reason for e in seen] == ["rules: no llm configured"] * 4
+    memory = plugin.memories("hilda", "alice")[0]
+    assert memory.tags == ("helpful",) and memory.confidence == 0.7 and memory.source_conversation
+
+
+def test_a_full_queue_extracts_inline_or_drops_but_always_says_so() -> None:
+    plugin = npc_memory.install(world="t", pack=pack(extraction_queue=2))
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    seen = collect(plugin)
+    statuses = [talk(plugin).status for _ in range(3)]
+    assert statuses == ["queued", "queued", "extracted"]
+    assert seen[0].reason == "queue full: extracted by the rules at once" and len(plugin.memories("hilda", "alice")) == 1
+    npc_memory.uninstall("t")
+
+    plugin = npc_memory.install(world="t", pack=pack(extraction_queue=2, extraction_overflow="drop"))
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    dropped = collect(plugin, ExtractionDropped)
+    statuses = [talk(plugin).status for _ in range(3)]
+    assert statuses == ["queued", "queued", "dropped"]
+    assert [d.conversation for d in dropped] == ["hilda/alice/3"] and plugin.extraction.stats.dropped == 1
+    assert len(plugin.working_memory("hilda", "alice")) == 3  # the summary is kept
+
+
+def test_say_validates_and_bounds_a_conversation(village: Village) -> None:
+    p = village.plugin
+    with pytest.raises(npc_memory.InvalidArgumentError, match="text must not be empty"):
+        p.say("hilda", "alice", "Alice", "  ")
+    with pytest.raises(npc_memory.UnknownEntityError, match="is an NPC, not a player"):
+        p.say("hilda", "brandt", "Brandt", "hi")
+    for i in range(500):
+        p.say("hilda", "alice", "Alice", f"line {i}")
+    with pytest.raises(npc_memory.InvalidArgumentError, match="500 lines; end it first"):
+        p.say("hilda", "alice", "Alice", "one more")
+
+
+def test_a_result_is_applied_once(village: Village) -> None:
+    p = village.plugin
+    seen = collect(p)
+    talk(p)
+    tick("test")
+    [event] = seen
+    job = ExtractionJob(conversation=event.conversation, npc="hilda", npc_name="Hilda", player="alice", player_name="Alice")
+    p.extraction.ready.append(ExtractionResult(job=job, memories=(), source="rules", reason="again"))
+    tick("test")
+    assert len(seen) == 1 and p.extraction.stats.duplicates == 1
+
+
+def test_results_for_absent_npcs_wait_until_they_return(village: Village) -> None:
+    p = village.plugin
+    seen = collect(p)
+    talk(p)
+    p.remove("hilda")
+    tick("test", 3)
+    assert seen == [] and len(p.extraction.parked) == 1
+    p.add_npc(key="hilda", archetype="blacksmith")
+    assert len(seen) == 1 and p.memories("hilda", "alice")[0].tags == ("helpful",)
+
+
+def test_pending_jobs_survive_a_restart_and_apply_once(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    plugin = npc_memory.install(world="t", store=db)
+    plugin.add_npc(key="hilda", archetype="blacksmith")
+    plugin.add_player(key="alice", faction="adventurers")
+    talk(plugin)
+    talk(plugin)
+    npc_memory.uninstall("t")  # the two jobs were never processed: they are saved as pending
+    store = TinyDBStore(db)
+    assert [j.conversation for j in store.read_meta().pending_extractions] == ["hilda/alice/1", "hilda/alice/2"]  # type: ignore[union-attr]
+    store.close()
+
+    plugin = npc_memory.install(world="t", store=db)
+    seen = collect(plugin)
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    tick("t", 3)
+    assert [e.conversation for e in seen] == ["hilda/alice/1", "hilda/alice/2"]
+    assert talk(plugin).conversation == "hilda/alice/3"  # numbering continues
+    npc_memory.uninstall("t")
+
+    # A crash after the NPC was saved with its extraction but before the metadata dropped
+    # the job: the restored job is recognised and skipped.
+    store = TinyDBStore(db)
+    meta = store.read_meta()
+    assert meta is not None
+    stale = msgspec.structs.replace(meta, pending_extractions=[
+        ExtractionJob(conversation="hilda/alice/1", npc="hilda", npc_name="Hilda", player="alice", player_name="Alice")])
+    store.write_meta(stale)
+    store.close()
+    plugin = npc_memory.install(world="t", store=db)
+    seen = collect(plugin)
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    before = len(plugin.memories("hilda", "alice"))
+    tick("t", 3)
+    assert seen == [] and plugin.extraction.stats.duplicates == 1 and len(plugin.memories("hilda", "alice")) == before
+    npc_memory.uninstall("t")
+
+
+def test_working_memory_and_extracted_ids_persist(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    plugin = npc_memory.install(world="t", store=db)
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    talk(plugin)
+    tick("t")
+    npc_memory.uninstall("t")
+    plugin = npc_memory.install(world="t", store=db)
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    assert [s.conversation for s in plugin.working_memory("hilda", "alice")] == ["hilda/alice/1"]
+    assert plugin.npc("hilda").working.extracted == ["hilda/alice/1"]
+    npc_memory.uninstall("t")
