@@ -187,3 +187,27 @@ def test_working_memory_and_extracted_ids_persist(tmp_path: Path) -> None:
     assert [s.conversation for s in plugin.working_memory("hilda", "alice")] == ["hilda/alice/1"]
     assert plugin.npc("hilda").working.extracted == ["hilda/alice/1"]
     npc_memory.uninstall("t")
+
+
+def test_the_bandit_conversation_offline(village: Village) -> None:
+    """The blacksmith hears of the bandits and Alice's answer: a heroic/combat memory, and
+    more trust and respect for Alice, with no LLM at all."""
+    p = village.plugin
+    before = p.relationship("hilda", "alice")
+    p.say("hilda", "alice", "Alice", "Bandits are attacking the village! Help me!")
+    p.say("hilda", "alice", "Hilda", "I'll get my hammer. Together we'll drive them off.")
+    p.end_conversation("hilda", "alice")
+    tick("test")
+    [memory] = p.memories("hilda", "alice")
+    assert memory.tags == ("heroic", "combat") and memory.source_conversation == "hilda/alice/1"
+    after = p.relationship("hilda", "alice")
+    assert after.trust > before.trust and after.respect > before.respect
+
+
+def test_importing_the_plugin_does_not_import_the_sdk() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, npc_memory; assert 'anthropic' not in sys.modules; npc_memory.AnthropicExtractor; assert 'anthropic' in sys.modules"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr

@@ -87,6 +87,29 @@ DEEDS: dict[str, tuple[Deed, ...]] = {
 }
 
 
+CHATS: dict[str, tuple[str, ...]] = {
+    "hero": (
+        "I cleared the wolves from the north road this morning.",
+        "If the bandits come back, send for me. I'll protect the village.",
+        "Take this, it's for you: a wolf pelt for the winter.",
+        "Lovely evening, isn't it?",
+    ),
+    "thief": (
+        "Nice purse you've got. Be a shame if it went missing.",
+        "Keep this between us: the watch sleeps at the gate after midnight.",
+        "How much for a room? I'll pay in silver.",
+        "Evening. Quiet night.",
+    ),
+    "trader": (
+        "How much for a sack of grain? I'll pay twelve silver.",
+        "I brought you spices from the coast, a gift for you.",
+        "Let me help you stack those crates.",
+        "Good evening to you.",
+    ),
+}
+"""What each kind of player says when they stop for a chat (extracted into memories)."""
+
+
 @dataclass
 class DemoResult:
     """What a run produced: the plugin (still installed) and the printed report."""
@@ -167,6 +190,8 @@ def _hour(plugin: MemoryPlugin, act_chance: float) -> None:
         traits = plugin.npc(key).traits
         evening = 18 <= hour < 23 and rng.random() < traits.sociability
         plugin.move(key, "tavern" if evening else workplace)
+    if hour == 20:
+        _evening_chats(plugin)
     if not 8 <= hour < 22:
         return
     for player_key, _, _, nature in PLAYERS:
@@ -184,6 +209,19 @@ def _hour(plugin: MemoryPlugin, act_chance: float) -> None:
             for witness in present:
                 if witness != npc and rng.random() < 0.6:
                     _witness(plugin, witness, npc, player_key, deed)
+
+
+def _evening_chats(plugin: MemoryPlugin) -> None:
+    rng = plugin.rng
+    for player_key, name, _, nature in PLAYERS:
+        room = plugin.player(player_key).location.room
+        present = [key for key, *_ in NPCS if plugin.npc(key).location.room == room]
+        if not present or rng.random() >= 0.6:
+            continue
+        npc = rng.choice(present)
+        plugin.say(npc, player_key, name, rng.choice(CHATS[nature]))
+        plugin.say(npc, player_key, plugin.npc(npc).identity.name, "Is that so.")
+        plugin.end_conversation(npc, player_key)
 
 
 def _experience(plugin: MemoryPlugin, npc: str, player: str, deed: Deed) -> None:
@@ -281,6 +319,11 @@ def _report(
         out.write(
             f"  {names[player]:8} {sum(dispositions) / len(dispositions):+.2f}   {memories} memories\n"
         )
+    stats = plugin.extraction.stats
+    out.write(
+        f"\nEvening conversations: {stats.queued} held, {stats.applied} turned into memories "
+        f"by the rule-based extractor\n"
+    )
     out.write("\nWhat Hilda remembers best of each player:\n")
     for player in players:
         top = plugin.memories("hilda", player)[:2]
