@@ -102,6 +102,47 @@ class ExtractionDropped(Event, frozen=True, kw_only=True):
     conversation: str
 
 
+class FactLearned(Event, frozen=True, kw_only=True):
+    """NPC ``npc`` learned a fact: first-hand (``teller`` is ``None``), from a
+    conversation, authored content, or gossip from ``teller`` in ``room``."""
+
+    npc: str
+    fact: str
+    origin: str
+    subject: str | None
+    topic: str
+    source: str
+    teller: str | None
+    room: str | None
+    confidence: float
+    believed: bool
+
+
+class SecretLearned(FactLearned, frozen=True, kw_only=True):
+    """A fact tagged ``secret`` reached an NPC who did not know it."""
+
+
+class MemoryMilestone(Event, frozen=True, kw_only=True):
+    """NPC ``npc`` now holds ``count`` memories of ``player``, reaching ``milestone``
+    (the pack's ``[knowledge] memory_milestones``; each fires once per pair)."""
+
+    npc: str
+    player: str
+    milestone: int
+    count: int
+
+
+class FactionReputationShift(Event, frozen=True, kw_only=True):
+    """The average disposition of ``faction``'s NPCs towards ``player`` moved into
+    another band (``[knowledge] reputation_bands``; band 0 is the lowest)."""
+
+    faction: str
+    player: str
+    old_band: int
+    new_band: int
+    average: float
+
+
 THRESHOLD_EVENTS: dict[str, type[RelationshipThresholdCrossed]] = {
     cls.__name__: cls for cls in (Hostile, TrustedAlly, Cowed, Respected, BestFriend, Despised)
 }
@@ -114,12 +155,16 @@ __all__ = [
     "Despised",
     "Event",
     "ExtractionDropped",
+    "FactLearned",
+    "FactionReputationShift",
     "Hostile",
     "MemoriesExtracted",
+    "MemoryMilestone",
     "RelationshipEvent",
     "RelationshipStageChanged",
     "RelationshipThresholdCrossed",
     "Respected",
+    "SecretLearned",
     "SnapshotFailed",
     "TrustedAlly",
 ]

@@ -44,6 +44,14 @@ from npc_memory.components import (
     TriggerContext,
     Valence,
 )
+from npc_memory.components.knowledge import (
+    FACT_CATEGORIES,
+    Fact,
+    FactCategory,
+    FactSource,
+    Hop,
+    KnowledgeBase,
+)
 from npc_memory.components.relationship import Dimension
 from npc_memory.components.working import ConversationSummary, WorkingMemory
 from npc_memory.content import Pack, load_pack
@@ -63,17 +71,23 @@ from npc_memory.events import (
     THRESHOLD_EVENTS,
     Event,
     ExtractionDropped,
+    FactionReputationShift,
+    FactLearned,
     MemoriesExtracted,
+    MemoryMilestone,
     RelationshipStageChanged,
     RelationshipThresholdCrossed,
+    SecretLearned,
     SnapshotFailed,
 )
 from npc_memory.extraction.model import ExtractionJob, ExtractionResult, Turn
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.extraction.rules import summarize
 from npc_memory.query import MemoryQuery
+from npc_memory.rules import knowledge as knowledge_rules
 from npc_memory.rules import memory as memory_rules
 from npc_memory.rules import relationships as rel_rules
+from npc_memory.rules.reputation import FactionStanding
 from npc_memory.store import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -91,6 +105,7 @@ from npc_memory.store.writer import StoreWriter, WriteBatch
 from npc_memory.systems import (
     CLOCK_PRIORITY,
     EXTRACTION_PRIORITY,
+    GOSSIP_PRIORITY,
     PRIORITY_BASE,
     SNAPSHOT_PRIORITY,
     ClockSystem,
@@ -99,6 +114,7 @@ from npc_memory.systems import (
     keyword,
 )
 from npc_memory.systems.extraction import ExtractionSystem
+from npc_memory.systems.gossip import GossipBoard, GossipSystem
 from npc_memory.systems.snapshot import SnapshotSystem, Snapshotter
 from npc_memory.world import world_context
 
@@ -135,6 +151,7 @@ class NpcHandle:
     bank: MemoryBank
     relationships: Relationships
     working: WorkingMemory
+    knowledge: KnowledgeBase
 
 
 @dataclass(slots=True)
@@ -213,6 +230,10 @@ def install(
         plugin = MemoryPlugin(name, loaded, seed=seed, clock=clock, forward_events=forward_events)
         plugin._attach(ClockSystem(plugin.clock, dt_source), priority + CLOCK_PRIORITY)
         plugin._attach_extraction(pipeline, priority + EXTRACTION_PRIORITY)
+        plugin._attach(
+            GossipSystem(plugin._board, plugin.rng, loaded.budgets.gossip_exchanges_per_tick, plugin._gossip),
+            priority + GOSSIP_PRIORITY,
+        )
         if backend is not None and contents is not None:
             plugin._attach_store(backend, contents, priority + SNAPSHOT_PRIORITY)
     except BaseException:
@@ -324,6 +345,13 @@ class MemoryPlugin:
         self._snapshotter: Snapshotter | None = None
         self._pipeline: ExtractionPipeline | None = None
         self._conversations: dict[tuple[str, str], list[Turn]] = {}
+        self._facts: dict[str, knowledge_rules.FactIndex] = {}
+        self._standing = FactionStanding(bands=list(pack.knowledge.reputation_bands))
+        self._board = GossipBoard(
+            teller_weight=self._teller_weight,
+            listener_weight=self._listener_weight,
+            has_news=self._has_news,
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -425,7 +453,8 @@ class MemoryPlugin:
         """Make ``entity`` (created in the plugin's world if ``None``) an NPC and return it.
 
         Attaches Identity, FactionMember, Location, NpcTraits, MemoryBank,
-        Relationships and WorkingMemory once. ``faction`` defaults to the archetype's faction; traits
+        Relationships, WorkingMemory and KnowledgeBase once; the pack's authored facts
+        for this NPC are learned. ``faction`` defaults to the archetype's faction; traits
         come from the archetype (neutral traits without one). ``key`` is the NPC's
         stable identity and must be unique among NPCs and players.
 
@@ -461,6 +490,7 @@ class MemoryPlugin:
             bank=MemoryBank() if saved is None else saved.bank,
             relationships=Relationships() if saved is None else saved.relationships,
             working=WorkingMemory() if saved is None else saved.working,
+            knowledge=KnowledgeBase() if saved is None else saved.knowledge,
         )
         handle.entity = self._attach_components(
             entity,
@@ -472,10 +502,18 @@ class MemoryPlugin:
             handle.bank,
             handle.relationships,
             handle.working,
+            handle.knowledge,
         )
         self._npcs[handle.entity] = handle
         self._entities_by_key[key] = handle.entity
         self._stored.pop(key, None)
+        self._facts[key] = knowledge_rules.FactIndex(handle.knowledge, self.pack.knowledge, self.clock.now)
+        self._board.enter(key, handle.location.room)
+        if handle.faction.faction is not None:
+            self._standing.join(
+                handle.faction.faction, {p: r.disposition for p, r in handle.relationships.by_player.items()}
+            )
+        self._learn_authored(handle)
         if saved is None or (saved.name, saved.faction, saved.archetype) != (
             display,
             faction,
@@ -556,6 +594,12 @@ class MemoryPlugin:
             if esper.entity_exists(entity):
                 for component in _components_of(handle):
                     esper.try_remove_component(entity, type(component))
+        if isinstance(handle, NpcHandle):
+            self._board.leave(key, handle.location.room)
+            self._facts.pop(key, None)
+            if handle.faction.faction is not None:
+                dispositions = {p: r.disposition for p, r in handle.relationships.by_player.items()}
+                self._standing.leave(handle.faction.faction, dispositions)
         self._npcs.pop(entity, None)
         self._players.pop(entity, None)
         del self._entities_by_key[handle.identity.key]
@@ -564,7 +608,11 @@ class MemoryPlugin:
         """Put an NPC or player in ``room`` (``None``: nowhere in particular)."""
         entity = self._resolve_entity(ref)
         handle: NpcHandle | PlayerHandle = self._npcs.get(entity) or self._players[entity]
-        handle.location.room = _check_room(room)
+        room = _check_room(room)
+        if isinstance(handle, NpcHandle) and room != handle.location.room:
+            self._board.leave(handle.identity.key, handle.location.room)
+            self._board.enter(handle.identity.key, room)
+        handle.location.room = room
 
     def entity(self, key: str) -> int:
         """The entity of the NPC or player with stable key ``key``."""
@@ -693,6 +741,8 @@ class MemoryPlugin:
         memory_rules.insert(pair, memory, self.pack.memory, now)
         handle.bank.next_id += 1
         self._mark(handle.identity.key)
+        if key is not None:
+            self._check_milestone(handle, key, len(pair))
         if affect_relationship and target is not None:
             deltas = rel_rules.memory_deltas(
                 tag_tuple, importance, intensity, valence, self.pack.relationships
@@ -830,6 +880,20 @@ class MemoryPlugin:
             except (MemoryCapacityError, PrivacyError):
                 continue
             ids.append(memory.id)
+            if extracted.tags:
+                self._learn(
+                    handle,
+                    content=memory.content,
+                    category="player_trait",
+                    subject=job.player,
+                    topic=extracted.tags[0],
+                    tags=extracted.tags,
+                    confidence=confidence,
+                    importance=extracted.importance,
+                    source="conversation",
+                    source_memory=memory.id,
+                    room=job.room,
+                )
             for dim, delta in rel_rules.memory_deltas(
                 extracted.tags, extracted.importance, extracted.intensity, extracted.valence,
                 self.pack.relationships,
@@ -857,6 +921,304 @@ class MemoryPlugin:
         parked, self._pipeline.parked = self._pipeline.parked, []
         for result in parked:
             self._apply_extraction(result)
+
+    # ------------------------------------------------------------------ knowledge
+
+    def observe(
+        self,
+        *,
+        room: str,
+        content: str,
+        subject: Ref | None = None,
+        tags: Iterable[str] = (),
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        category: FactCategory | None = None,
+        topic: str | None = None,
+        expires_in: float | None = None,
+    ) -> list[str]:
+        """Every NPC in ``room`` witnesses something: each learns it first-hand (source
+        ``observation``), and if ``subject`` is a player the tags move each witness's
+        relationship by the pack's tag rules. ``topic`` (default: the first tag) groups
+        competing beliefs about the subject; ``expires_in`` in game seconds. Returns the
+        keys of the witnesses (sorted)."""
+        self._check_installed()
+        room_name = _check_text("room", room, MAX_KEY_CHARS)
+        text = _check_text("content", content, MAX_CONTENT_CHARS)
+        tag_tuple = _check_tags(tags)
+        if GAME_ONLY_TAGS.intersection(tag_tuple):
+            raise PrivacyError("facts tagged 'game-only' are game clues and are never stored")
+        _check_unit("importance", importance)
+        _check_unit("confidence", confidence)
+        subject_key = None if subject is None else self._subject_key(subject)
+        _check_category(category)
+        if expires_in is not None:
+            _check_positive("expires_in", expires_in)
+        witnesses = sorted(self._board.members.get(room_name, ()))
+        for key in witnesses:
+            handle = self._npcs[self._entities_by_key[key]]
+            fact = self._learn(
+                handle,
+                content=text,
+                category=category or self._category_of(subject_key),
+                subject=subject_key,
+                topic=topic or (tag_tuple[0] if tag_tuple else "general"),
+                tags=tag_tuple,
+                confidence=float(confidence),
+                importance=float(importance),
+                source="observation",
+                room=room_name,
+                expires_in=expires_in,
+                origin=f"seen:{room_name}:{self.clock.now!r}:{text}",
+            )
+            if fact is not None and fact.believed:
+                self._hearsay(handle, fact, 1.0)
+        return witnesses
+
+    def learn_fact(
+        self,
+        npc: Ref,
+        content: str,
+        *,
+        subject: Ref | None = None,
+        tags: Iterable[str] = (),
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        category: FactCategory | None = None,
+        topic: str | None = None,
+        locked: bool = False,
+        expires_in: float | None = None,
+    ) -> Fact | None:
+        """Give one NPC an authored fact (quest logic, scripted lore). Returns the
+        stored fact, or ``None`` if the NPC already knew it."""
+        self._check_installed()
+        handle = self._resolve_npc(npc)
+        tag_tuple = _check_tags(tags)
+        text = _check_text("content", content, MAX_CONTENT_CHARS)
+        if GAME_ONLY_TAGS.intersection(tag_tuple):
+            raise PrivacyError("facts tagged 'game-only' are game clues and are never stored")
+        _check_unit("importance", importance)
+        _check_unit("confidence", confidence)
+        _check_category(category)
+        if expires_in is not None:
+            _check_positive("expires_in", expires_in)
+        subject_key = None if subject is None else self._subject_key(subject)
+        return self._learn(
+            handle,
+            content=text,
+            category=category or self._category_of(subject_key),
+            subject=subject_key,
+            topic=topic or (tag_tuple[0] if tag_tuple else "general"),
+            tags=tag_tuple,
+            confidence=float(confidence),
+            importance=float(importance),
+            source="authored",
+            room=handle.location.room,
+            locked=locked,
+            expires_in=expires_in,
+            origin=f"authored:{handle.identity.key}:{text}",
+        )
+
+    def facts(self, npc: Ref, *, include_disbelieved: bool = False) -> list[Fact]:
+        """What ``npc`` knows: the facts it believes (and, if asked, the ones it no
+        longer believes), oldest first; expired facts are left out."""
+        handle = self._resolve_npc(npc)
+        now = self.clock.now
+        return [
+            f
+            for f in handle.knowledge.facts
+            if not knowledge_rules.is_expired(f, now) and (include_disbelieved or f.believed)
+        ]
+
+    def _subject_key(self, subject: Ref) -> str:
+        if isinstance(subject, str) and subject not in self._entities_by_key:
+            return _check_text("subject", subject, MAX_KEY_CHARS)  # a stored or absent player, or a name
+        return self.key(subject)
+
+    def _category_of(self, subject: str | None) -> FactCategory:
+        if subject is None:
+            return "world_event"
+        entity = self._entities_by_key.get(subject)
+        if entity in self._npcs:
+            return "npc_gossip"
+        return "player_trait"
+
+    def _learn(
+        self,
+        handle: NpcHandle,
+        *,
+        content: str,
+        category: FactCategory,
+        subject: str | None,
+        topic: str,
+        tags: tuple[str, ...],
+        confidence: float,
+        importance: float,
+        source: FactSource,
+        room: str | None,
+        origin: str | None = None,
+        source_memory: str | None = None,
+        hops: int = 0,
+        chain: tuple[Hop, ...] = (),
+        teller: str | None = None,
+        locked: bool = False,
+        expires_in: float | None = None,
+    ) -> Fact | None:
+        key = handle.identity.key
+        index = self._facts[key]
+        if origin is not None and origin in index.origins:
+            return None
+        now = self.clock.now
+        fact_id = f"f{handle.knowledge.next_id}"
+        fact = Fact(
+            id=fact_id,
+            origin=origin or f"{key}#{fact_id}",
+            content=content,
+            category=category,
+            subject=subject,
+            topic=topic,
+            tags=tags,
+            confidence=confidence,
+            importance=importance,
+            source=source,
+            source_memory=source_memory,
+            hops=hops,
+            chain=(*chain, Hop(teller=teller, listener=key, room=room, at=now)),
+            created=now,
+            expires=None if expires_in is None else now + expires_in,
+            locked=locked,
+        )
+        outcome = knowledge_rules.learn(handle.knowledge, fact, self.pack.knowledge, now)
+        if outcome.stored is None:
+            return None
+        handle.knowledge.next_id += 1
+        index.record(outcome, self.pack.knowledge, now)
+        self._board.touch(handle.location.room)
+        self._mark(key)
+        stored = outcome.stored
+        event_type = SecretLearned if "secret" in stored.tags else FactLearned
+        self._publish(
+            event_type(
+                game_time=now,
+                npc=key,
+                fact=stored.id,
+                origin=stored.origin,
+                subject=stored.subject,
+                topic=stored.topic,
+                source=stored.source,
+                teller=teller,
+                room=room,
+                confidence=stored.confidence,
+                believed=stored.believed,
+            )
+        )
+        return stored
+
+    def _learn_authored(self, handle: NpcHandle) -> None:
+        traits, faction = handle.traits, handle.faction.faction
+        for number, authored in enumerate(self.pack.knowledge.facts):
+            selectors = (authored.npcs, authored.archetypes, authored.factions)
+            if any(selectors) and not (
+                handle.identity.key in authored.npcs
+                or traits.archetype in authored.archetypes
+                or faction in authored.factions
+            ):
+                continue
+            self._learn(
+                handle,
+                content=authored.content,
+                category=authored.category,
+                subject=authored.subject,
+                topic=authored.topic or (authored.tags[0] if authored.tags else "general"),
+                tags=tuple(authored.tags),
+                confidence=authored.confidence,
+                importance=authored.importance,
+                source="authored",
+                room=handle.location.room,
+                locked=authored.locked,
+                origin=f"pack:{self.pack.pack.name}:{number}",
+            )
+
+    def _hearsay(self, handle: NpcHandle, fact: Fact, factor: float) -> None:
+        """Reputation: a fact about a player moves the NPC's relationship with them."""
+        if fact.subject is None or self._category_of(fact.subject) != "player_trait":
+            return
+        scale = factor * fact.confidence
+        rules = self.pack.relationships
+        deltas = rel_rules.memory_deltas(fact.tags, fact.importance, 0.5, "neutral", rules, scale)
+        if deltas:
+            self._change_relationship_of(handle, fact.subject, deltas)
+
+    def _check_milestone(self, handle: NpcHandle, player: str, count: int) -> None:
+        reached = handle.bank.milestones.get(player, 0)
+        passed = [m for m in self.pack.knowledge.memory_milestones if reached < m <= count]
+        if passed:
+            handle.bank.milestones[player] = passed[-1]
+            milestone = MemoryMilestone(
+                game_time=self.clock.now,
+                npc=handle.identity.key,
+                player=player,
+                milestone=passed[-1],
+                count=count,
+            )
+            self._publish(milestone)
+
+    def _teller_weight(self, key: str) -> float:
+        traits = self._npcs[self._entities_by_key[key]].traits
+        return traits.sociability * traits.gossip_drive + 0.01
+
+    def _listener_weight(self, key: str) -> float:
+        return self._npcs[self._entities_by_key[key]].traits.sociability + 0.01
+
+    def _has_news(self, key: str) -> bool:
+        return self._facts[key].has_news(self.pack.knowledge, self.clock.now)
+
+    def _gossip(self, room: str, teller_key: str, listener_key: str) -> bool:
+        """One exchange: ``teller`` tells ``listener`` a fact it does not know yet."""
+        rules = self.pack.knowledge
+        teller = self._npcs[self._entities_by_key[teller_key]]
+        listener = self._npcs[self._entities_by_key[listener_key]]
+        index, heard = self._facts[teller_key], self._facts[listener_key]
+        if not index.shareable:
+            return False
+        now = self.clock.now
+        for _ in range(4):
+            fact = index.by_id.get(index.shareable[int(self.rng.random() * len(index.shareable))])
+            if fact is None or not knowledge_rules.is_shareable(fact, rules, now):
+                continue
+            if fact.origin in heard.origins or any(
+                listener_key in (hop.teller, hop.listener) for hop in fact.chain
+            ):
+                continue
+            if fact.category == "faction_intel" and self.rng.random() > teller.traits.faction_loyalty:
+                continue
+            attitude = self.pack.attitude(listener.faction.faction, teller.faction.faction)
+            trust = rel_rules.clamp(
+                0.5 + 0.5 * listener.traits.credulity + self.pack.relationships.attitude_modifiers[attitude]
+            )
+            learned = self._learn(
+                listener,
+                content=fact.content,
+                category=fact.category,
+                subject=fact.subject,
+                topic=fact.topic,
+                tags=fact.tags,
+                confidence=max(0.0, fact.confidence - rules.hop_decay) * trust,
+                importance=fact.importance,
+                source="gossip",
+                room=room,
+                origin=fact.origin,
+                hops=fact.hops + 1,
+                chain=fact.chain,
+                teller=teller_key,
+                expires_in=None if fact.expires is None else fact.expires - now,
+            )
+            if learned is None:
+                continue
+            if learned.believed:
+                self._hearsay(listener, learned, rules.hearsay_factor)
+            return True
+        return False
 
     # ------------------------------------------------------------------ relationships
 
@@ -904,7 +1266,7 @@ class MemoryPlugin:
         self._check_installed()
         handle = self._resolve_npc(npc)
         target = self._resolve_player(player)
-        rel = self._relationship_for_write(handle, target)
+        rel = self._relationship_for_write(handle, target.identity.key, target.faction.faction)
         self._mark(handle.identity.key)
         now = self.clock.now
         rel.interaction_count += 1
@@ -912,7 +1274,7 @@ class MemoryPlugin:
             rel.first_met = now
         rel.last_interaction = now
         change = rel_rules.refresh(rel, self.pack.relationships)
-        self._publish_change(handle, target, rel, change)
+        self._publish_change(handle, target.identity.key, target.entity, rel, change)
         return copy.copy(rel)
 
     # ------------------------------------------------------------------ events
@@ -966,6 +1328,7 @@ class MemoryPlugin:
                 bank=handle.bank,
                 relationships=handle.relationships,
                 working=handle.working,
+                knowledge=handle.knowledge,
                 saved_at=now,
             )
         return PlayerDocument(
@@ -1065,36 +1428,74 @@ class MemoryPlugin:
             rel = rel_rules.initial_relationship(self.pack, npc.faction.faction, player.faction.faction)
         return rel
 
-    def _relationship_for_write(self, npc: NpcHandle, player: PlayerHandle) -> Relationship:
-        key = player.identity.key
-        rel = npc.relationships.by_player.get(key)
+    def _player_ref(self, key: str) -> tuple[str | None, int | None]:
+        """Faction and entity of a player known live or from the store (else neither)."""
+        entity = self._entities_by_key.get(key)
+        if entity is not None and entity in self._players:
+            return self._players[entity].faction.faction, entity
+        saved = self._stored.get(key)
+        return (saved.faction if isinstance(saved, PlayerDocument) else None), None
+
+    def _relationship_for_write(self, npc: NpcHandle, player: str, faction: str | None) -> Relationship:
+        rel = npc.relationships.by_player.get(player)
         if rel is None:
-            rel = rel_rules.initial_relationship(self.pack, npc.faction.faction, player.faction.faction)
-            npc.relationships.by_player[key] = rel
+            rel = rel_rules.initial_relationship(self.pack, npc.faction.faction, faction)
+            npc.relationships.by_player[player] = rel
+            self._standing_changed(npc, player, faction, None, rel.disposition)
         return rel
 
     def _change_relationship(
         self, npc: NpcHandle, player: PlayerHandle, deltas: dict[Dimension, float]
     ) -> Relationship:
-        rel = self._relationship_for_write(npc, player)
+        return self._change_relationship_of(npc, player.identity.key, deltas)
+
+    def _change_relationship_of(
+        self, npc: NpcHandle, player: str, deltas: dict[Dimension, float]
+    ) -> Relationship:
+        faction, entity = self._player_ref(player)
+        rel = self._relationship_for_write(npc, player, faction)
         self._mark(npc.identity.key)
+        before = rel.disposition
         change = rel_rules.apply_deltas(rel, deltas, self.pack.relationships)
-        self._publish_change(npc, player, rel, change)
+        self._publish_change(npc, player, entity, rel, change)
+        self._standing_changed(npc, player, faction, before, rel.disposition)
         return rel
+
+    def _standing_changed(
+        self, npc: NpcHandle, player: str, player_faction: str | None, old: float | None, new: float
+    ) -> None:
+        faction = npc.faction.faction
+        if faction is None or npc.entity not in self._npcs:
+            return
+        initial = rel_rules.initial_relationship(self.pack, faction, player_faction).disposition
+        shift = self._standing.update(faction, player, old, new, initial)
+        if shift is not None:
+            old_band, new_band, average = shift
+            self._publish(
+                FactionReputationShift(
+                    game_time=self.clock.now,
+                    faction=faction,
+                    player=player,
+                    old_band=old_band,
+                    new_band=new_band,
+                    average=average,
+                )
+            )
 
     def _publish_change(
         self,
         npc: NpcHandle,
-        player: PlayerHandle,
+        player: str,
+        player_entity: int | None,
         rel: Relationship,
         change: rel_rules.RelationshipChange,
     ) -> None:
         common: dict[str, Any] = {
             "game_time": self.clock.now,
             "npc": npc.identity.key,
-            "player": player.identity.key,
+            "player": player,
             "npc_entity": npc.entity,
-            "player_entity": player.entity,
+            "player_entity": player_entity,
         }
         events: list[Event] = [
             THRESHOLD_EVENTS.get(t.event or "", RelationshipThresholdCrossed)(
@@ -1123,6 +1524,7 @@ def _components_of(handle: NpcHandle | PlayerHandle) -> tuple[Any, ...]:
             handle.bank,
             handle.relationships,
             handle.working,
+            handle.knowledge,
         )
     return (handle.identity, handle.faction, handle.location, handle.profile)
 
@@ -1140,6 +1542,16 @@ def _check_text(field: str, value: str, limit: int) -> str:
 
 def _check_room(room: str | None) -> str | None:
     return None if room is None else _check_text("room", room, MAX_KEY_CHARS)
+
+
+def _check_category(category: str | None) -> None:
+    if category is not None and category not in FACT_CATEGORIES:
+        raise InvalidArgumentError(f"category must be one of {', '.join(FACT_CATEGORIES)}, got {category!r}")
+
+
+def _check_positive(field: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < math.inf:
+        raise InvalidArgumentError(f"{field} must be a positive number of game seconds, got {value!r}")
 
 
 def _check_unit(field: str, value: float) -> None:

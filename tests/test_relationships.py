@@ -179,6 +179,7 @@ def test_subscribers_get_subclasses_in_subscription_order(village: Village) -> N
         "any:trusted_ally", "ally", "TrustedAlly",
         "any:best_friend", "BestFriend",
         "RelationshipStageChanged",
+        "FactionReputationShift",  # Hilda is the only smith: Alice's standing with the smiths jumps
     ]
 
 

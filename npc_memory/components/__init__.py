@@ -7,6 +7,14 @@ from npc_memory.components.identity import (
     NpcTraits,
     PlayerProfile,
 )
+from npc_memory.components.knowledge import (
+    FACT_CATEGORIES,
+    Fact,
+    FactCategory,
+    FactSource,
+    Hop,
+    KnowledgeBase,
+)
 from npc_memory.components.memory import (
     MEMORY_KINDS,
     SCOPES,
@@ -36,14 +44,20 @@ from npc_memory.components.working import ConversationSummary, WorkingMemory
 
 __all__ = [
     "DIMENSIONS",
+    "FACT_CATEGORIES",
     "MEMORY_KINDS",
     "SCOPES",
     "VALENCES",
     "ConversationSummary",
     "Dimension",
     "EpisodicMemory",
+    "Fact",
+    "FactCategory",
+    "FactSource",
     "FactionMember",
+    "Hop",
     "Identity",
+    "KnowledgeBase",
     "Location",
     "Memory",
     "MemoryBank",

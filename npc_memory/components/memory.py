@@ -104,11 +104,13 @@ class PairMemories(msgspec.Struct, kw_only=True):
 
 class MemoryBank(msgspec.Struct, kw_only=True):
     """Every memory of one NPC: ``players`` by player key, ``world`` for world-scoped
-    memories. ``next_id`` numbers new memories (ids are unique within the NPC)."""
+    memories. ``next_id`` numbers new memories (ids are unique within the NPC);
+    ``milestones`` holds the highest memory-count milestone reached per player."""
 
     world: PairMemories = msgspec.field(default_factory=PairMemories)
     players: dict[str, PairMemories] = msgspec.field(default_factory=dict)
     next_id: int = 1
+    milestones: dict[str, int] = msgspec.field(default_factory=dict)
 
     def pair(self, player: str | None) -> PairMemories | None:
         """The memories about ``player`` (``None``: world-scoped), if any exist."""

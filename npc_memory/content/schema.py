@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
+from npc_memory.components.knowledge import FactCategory
 from npc_memory.components.memory import Valence
 from npc_memory.components.relationship import Dimension
 
@@ -277,6 +278,70 @@ class LlmRules(_Model):
     breaker_cooldown: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 60.0
 
 
+FactSourceName = Literal["observation", "conversation", "gossip", "authored"]
+DEFAULT_SOURCE_WEIGHTS: dict[FactSourceName, float] = {
+    "observation": 1.0,
+    "authored": 1.0,
+    "conversation": 0.9,
+    "gossip": 0.6,
+}
+
+
+class AuthoredFact(_Model):
+    """A fact a content designer gives NPCs: every NPC with a listed key, archetype or
+    faction knows it from the start (``authored`` source; exempt from the cap)."""
+
+    npcs: list[Key] = Field(default_factory=list)
+    archetypes: list[Key] = Field(default_factory=list)
+    factions: list[Key] = Field(default_factory=list)
+    content: Annotated[str, Field(min_length=1, max_length=2000)]
+    category: FactCategory = "world_event"
+    subject: str | None = None
+    topic: str | None = None
+    tags: list[Key] = Field(default_factory=list)
+    importance: Unit = 0.5
+    confidence: Unit = 1.0
+    locked: bool = False
+
+
+class KnowledgeRules(_Model):
+    """Knowledge, gossip and reputation.
+
+    A fact is shareable with importance ≥ ``share_min_importance``, confidence ≥
+    ``share_min_confidence`` and fewer than ``max_hops`` hops. Each hop costs
+    ``hop_decay`` confidence, then scales by the listener's trust in the teller:
+    ``0.5 + 0.5·credulity`` plus the listener faction's attitude modifier towards the
+    teller's faction, clamped to [0, 1]. Hearsay about a player moves the listener's
+    relationship by the tag rules × confidence × ``hearsay_factor``. Evidence weighs
+    ``confidence × source_weights[source]``.
+    """
+
+    cap: PositiveInt = 500
+    max_hops: PositiveInt = 5
+    hop_decay: Unit = 0.1
+    share_min_importance: Unit = 0.5
+    share_min_confidence: Unit = 0.2
+    hearsay_factor: Unit = 0.5
+    source_weights: dict[FactSourceName, Unit] = Field(default_factory=lambda: dict(DEFAULT_SOURCE_WEIGHTS))
+    memory_milestones: list[PositiveInt] = Field(default_factory=lambda: [10, 25, 50, 100])
+    reputation_bands: list[Annotated[float, Field(gt=-1.0, lt=1.0)]] = Field(
+        default_factory=lambda: [-0.5, -0.15, 0.15, 0.5]
+    )
+    facts: list[AuthoredFact] = Field(default_factory=list)
+
+    @field_validator("source_weights", mode="before")
+    @classmethod
+    def _merge_weights(cls, value: Any) -> Any:
+        return {**DEFAULT_SOURCE_WEIGHTS, **value} if isinstance(value, dict) else value
+
+    @field_validator("reputation_bands", "memory_milestones")
+    @classmethod
+    def _ascending(cls, value: list[Any]) -> list[Any]:
+        if value != sorted(set(value)):
+            raise ValueError("must be strictly ascending")
+        return value
+
+
 class Pack(_Model):
     """A whole content pack."""
 
@@ -287,6 +352,7 @@ class Pack(_Model):
     memory: MemoryRules = MemoryRules()
     budgets: Budgets = Budgets()
     llm: LlmRules = LlmRules()
+    knowledge: KnowledgeRules = KnowledgeRules()
 
     @model_validator(mode="after")
     def _references_exist(self) -> Pack:
@@ -302,6 +368,17 @@ class Pack(_Model):
             for key, archetype in self.archetypes.items()
             if archetype.faction is not None and archetype.faction not in self.factions
         ]
+        for index, fact in enumerate(self.knowledge.facts):
+            problems += [
+                f"knowledge.facts.{index}.archetypes: unknown archetype '{a}'"
+                for a in fact.archetypes
+                if a not in self.archetypes
+            ]
+            problems += [
+                f"knowledge.facts.{index}.factions: unknown faction '{f}'"
+                for f in fact.factions
+                if f not in self.factions
+            ]
         if problems:
             raise ValueError("; ".join(problems))
         return self

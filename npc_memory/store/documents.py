@@ -15,7 +15,14 @@ from typing import Any
 
 import msgspec
 
-from npc_memory.components import MemoryBank, NpcTraits, PlayerProfile, Relationships, WorkingMemory
+from npc_memory.components import (
+    KnowledgeBase,
+    MemoryBank,
+    NpcTraits,
+    PlayerProfile,
+    Relationships,
+    WorkingMemory,
+)
 from npc_memory.extraction.model import ExtractionJob
 
 SCHEMA_VERSION = 2
@@ -42,6 +49,7 @@ class NpcDocument(msgspec.Struct, kw_only=True, tag="npc", tag_field="kind"):
     bank: MemoryBank = msgspec.field(default_factory=MemoryBank)
     relationships: Relationships = msgspec.field(default_factory=Relationships)
     working: WorkingMemory = msgspec.field(default_factory=WorkingMemory)
+    knowledge: KnowledgeBase = msgspec.field(default_factory=KnowledgeBase)
     saved_at: float = 0.0
 
 

@@ -15,12 +15,16 @@ CLOCK_PRIORITY = 100
 EXTRACTION_PRIORITY = 50
 """Offset of ExtractionSystem from the base."""
 
+GOSSIP_PRIORITY = 30
+"""Offset of GossipSystem from the base."""
+
 SNAPSHOT_PRIORITY = -100
 """Offset of SnapshotSystem from the base: it runs after every other plugin system."""
 
 __all__ = [
     "CLOCK_PRIORITY",
     "EXTRACTION_PRIORITY",
+    "GOSSIP_PRIORITY",
     "PRIORITY_BASE",
     "SNAPSHOT_PRIORITY",
     "ClockSystem",

@@ -1,0 +1,64 @@
+"""What an NPC knows or believes: facts with evidence and provenance (KnowledgeBase)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+FactCategory = Literal["player_trait", "world_event", "location", "npc_gossip", "faction_intel"]
+FactSource = Literal["observation", "conversation", "gossip", "authored"]
+FACT_CATEGORIES: tuple[FactCategory, ...] = (
+    "player_trait",
+    "world_event",
+    "location",
+    "npc_gossip",
+    "faction_intel",
+)
+
+
+class Hop(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """One step of a fact's journey: ``teller`` told ``listener`` in ``room`` at game time
+    ``at``. The first hop of a fact has no teller: ``listener`` learned it first-hand."""
+
+    teller: str | None
+    listener: str
+    room: str | None
+    at: float
+
+
+class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """A belief held (or once held) by one NPC.
+
+    ``origin`` identifies the claim across NPCs: every gossip copy keeps the origin of
+    the first-hand fact. Facts about the same ``subject`` and ``topic`` compete; the
+    one with the strongest evidence is ``believed``, the others carry the game time
+    they stopped being believed (``disbelieved_at``). ``chain`` is the provenance,
+    first-hand learning first. Times in game seconds; ranges in [0, 1].
+    """
+
+    id: str
+    origin: str
+    content: str
+    category: FactCategory = "world_event"
+    subject: str | None = None
+    topic: str = "general"
+    tags: tuple[str, ...] = ()
+    confidence: float = 1.0
+    importance: float = 0.5
+    source: FactSource = "observation"
+    source_memory: str | None = None
+    hops: int = 0
+    chain: tuple[Hop, ...] = ()
+    created: float = 0.0
+    expires: float | None = None
+    locked: bool = False
+    believed: bool = True
+    disbelieved_at: float | None = None
+
+
+class KnowledgeBase(msgspec.Struct, kw_only=True):
+    """Every fact of one NPC, oldest first; ``next_id`` numbers new ones (``f1``, ``f2``…)."""
+
+    facts: list[Fact] = msgspec.field(default_factory=list)
+    next_id: int = 1

@@ -1,0 +1,115 @@
+"""Learning facts: competing beliefs, expiry, the cap, and what may be gossiped.
+
+Facts about the same subject and topic compete. The evidence of a fact is its
+confidence × the weight of its source (first-hand observation and authored facts
+weigh most, gossip least); the stronger evidence is believed, a tie goes to the newer
+fact. The loser stays, marked as disbelieved since that moment — never deleted.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from npc_memory.components.knowledge import Fact, KnowledgeBase
+from npc_memory.content.schema import KnowledgeRules
+
+
+class LearnOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """What learning did: the stored fact (``None`` if the origin was already known),
+    the fact it displaced as the held belief, if any, and facts evicted or expired."""
+
+    stored: Fact | None
+    displaced: Fact | None = None
+    removed: tuple[Fact, ...] = ()
+
+
+def evidence(fact: Fact, rules: KnowledgeRules) -> float:
+    """How strongly ``fact`` is supported: confidence × source weight, in [0, 1]."""
+    return fact.confidence * rules.source_weights.get(fact.source, 0.0)
+
+
+def is_expired(fact: Fact, now: float) -> bool:
+    """Whether ``fact`` has expired by game time ``now`` (locked facts never do)."""
+    return fact.expires is not None and fact.expires <= now and not fact.locked
+
+
+def is_shareable(fact: Fact, rules: KnowledgeRules, now: float) -> bool:
+    """Whether an NPC would pass ``fact`` on: believed, not expired, important and
+    confident enough, and not yet at the hop limit."""
+    return (
+        fact.believed
+        and not is_expired(fact, now)
+        and fact.importance >= rules.share_min_importance
+        and fact.confidence >= rules.share_min_confidence
+        and fact.hops < rules.max_hops
+    )
+
+
+def learn(kb: KnowledgeBase, fact: Fact, rules: KnowledgeRules, now: float) -> LearnOutcome:
+    """Add ``fact`` (its ``id`` already taken from ``kb``) to ``kb``.
+
+    Nothing happens if ``kb`` already holds a fact of the same origin. Expired facts
+    are cleaned out; the believed fact about the same subject and topic competes with
+    the new one; the cap evicts the least important facts (disbelieved ones first;
+    authored and locked facts exempt).
+    """
+    if any(f.origin == fact.origin for f in kb.facts):
+        return LearnOutcome(stored=None)
+    removed = [f for f in kb.facts if is_expired(f, now)]
+    if removed:
+        kb.facts[:] = [f for f in kb.facts if not is_expired(f, now)]
+    displaced = None
+    for index, held in enumerate(kb.facts):
+        if held.believed and held.subject == fact.subject and held.topic == fact.topic:
+            if evidence(fact, rules) >= evidence(held, rules):
+                displaced = msgspec.structs.replace(held, believed=False, disbelieved_at=now)
+                kb.facts[index] = displaced
+            else:
+                fact = msgspec.structs.replace(fact, believed=False, disbelieved_at=now)
+            break
+    kb.facts.append(fact)
+    while len(kb.facts) > rules.cap:
+        candidates = [f for f in kb.facts if not f.locked and f.source != "authored"]
+        if not candidates:
+            break
+        victim = min(candidates, key=lambda f: (f.believed, f.importance, f.created))
+        kb.facts.remove(victim)
+        removed.append(victim)
+    stored = fact if any(f is fact for f in kb.facts) else None
+    return LearnOutcome(stored=stored, displaced=displaced, removed=tuple(removed))
+
+
+def believed(kb: KnowledgeBase, now: float) -> list[Fact]:
+    """The facts held as true now (believed and not expired), oldest first."""
+    return [f for f in kb.facts if f.believed and not is_expired(f, now)]
+
+
+class FactIndex:
+    """Derived, in-memory lookups over one NPC's knowledge (never persisted): facts by
+    id, the origins it knows, and the ids it may gossip (pruned lazily)."""
+
+    __slots__ = ("by_id", "origins", "shareable")
+
+    def __init__(self, kb: KnowledgeBase, rules: KnowledgeRules, now: float) -> None:
+        self.by_id = {f.id: f for f in kb.facts}
+        self.origins = {f.origin for f in kb.facts}
+        self.shareable = [f.id for f in kb.facts if is_shareable(f, rules, now)]
+
+    def record(self, outcome: LearnOutcome, rules: KnowledgeRules, now: float) -> None:
+        """Bring the index up to date after :func:`learn`."""
+        for fact in outcome.removed:
+            self.by_id.pop(fact.id, None)
+            self.origins.discard(fact.origin)
+        if outcome.displaced is not None:
+            self.by_id[outcome.displaced.id] = outcome.displaced
+        if outcome.stored is not None:
+            self.by_id[outcome.stored.id] = outcome.stored
+            self.origins.add(outcome.stored.origin)
+            if is_shareable(outcome.stored, rules, now):
+                self.shareable.append(outcome.stored.id)
+
+    def has_news(self, rules: KnowledgeRules, now: float) -> bool:
+        """Whether any fact is still shareable (drops stale ids on the way)."""
+        by_id = self.by_id
+        self.shareable = [i for i in self.shareable if i in by_id and is_shareable(by_id[i], rules, now)]
+        return bool(self.shareable)
