@@ -1083,7 +1083,7 @@ class MemoryPlugin:
             source=source,
             source_memory=source_memory,
             hops=hops,
-            chain=(*chain, Hop(teller=teller, listener=key, room=room, at=now)),
+            chain=(*chain, Hop(teller=teller, listener=key, room=room, at=now, source=source)),
             created=now,
             expires=None if expires_in is None else now + expires_in,
             locked=locked,

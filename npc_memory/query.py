@@ -1,7 +1,8 @@
 """Typed, in-memory questions game logic asks about NPCs and players.
 
 Every answer reads components in memory: O(1), or O(memories of one pair) for the
-memory questions. Asking never changes anything.
+memory questions and O(facts of one NPC) for the knowledge questions. Asking never
+changes anything.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from npc_memory.components import DIMENSIONS, Memory, Stage
+from npc_memory.clock import SECONDS_PER_DAY
+from npc_memory.components import DIMENSIONS, Fact, Memory, Stage
 from npc_memory.components.relationship import Dimension, Relationship
-from npc_memory.errors import InvalidArgumentError
+from npc_memory.errors import InvalidArgumentError, UnknownEntityError
 
 if TYPE_CHECKING:
     from npc_memory.plugin import MemoryPlugin, Ref
@@ -68,6 +70,42 @@ class MemoryQuery:
             for m in self._memories(npc, player)
         )
 
+    def knows(self, npc: Ref, tag: str) -> bool:
+        """Whether ``npc`` believes any fact tagged ``tag`` (expired facts do not count)."""
+        tag = tag.lower()
+        return any(tag in f.tags for f in self._plugin.facts(npc))
+
+    def beliefs_about(self, npc: Ref, subject: Ref) -> list[Fact]:
+        """What ``npc`` believes about ``subject`` (an NPC or player, or a subject key):
+        one held belief per topic, the competing ones left out."""
+        plugin = self._plugin
+        key = plugin._subject_key(subject)
+        return [f for f in plugin.facts(npc) if f.subject == key]
+
+    def why(self, npc: Ref, fact_id: str) -> str:
+        """How ``npc`` came to know fact ``fact_id``: its provenance chain as text, most
+        recent step first, with game days and hours."""
+        plugin = self._plugin
+        handle = plugin._resolve_npc(npc)
+        fact = next((f for f in handle.knowledge.facts if f.id == fact_id), None)
+        if fact is None:
+            raise UnknownEntityError(f"NPC {handle.identity.key!r} has no fact {fact_id!r}")
+        steps = []
+        for hop in reversed(fact.chain):
+            where = f" in the {hop.room}" if hop.room else ""
+            when = _when(hop.at)
+            if hop.teller is None:
+                how = {"observation": "saw it", "conversation": "heard it from the player",
+                       "authored": "has always known it"}.get(hop.source, "learned it")
+                steps.append(f"{_name(plugin, hop.listener)} {how}{where} ({when})")
+            else:
+                teller, listener = _name(plugin, hop.teller), _name(plugin, hop.listener)
+                steps.append(f"{teller} told {listener}{where} ({when})")
+        status = "believed"
+        if not fact.believed:
+            status = f"no longer believed since {_when(fact.disbelieved_at or 0.0)}"
+        return f'"{fact.content}" (confidence {fact.confidence:.2f}, {status}): ' + " <- ".join(steps)
+
     def _relationship(self, npc: Ref, player: Ref) -> Relationship:
         plugin = self._plugin
         return plugin._peek_relationship(plugin._resolve_npc(npc), plugin._resolve_player(player))
@@ -78,3 +116,16 @@ class MemoryQuery:
         key = None if player is None else plugin._resolve_player(player).identity.key
         pair = handle.bank.pair(key)
         return [] if pair is None else pair.all()
+
+
+def _when(game_time: float) -> str:
+    day = int(game_time // SECONDS_PER_DAY) + 1
+    seconds = int(game_time % SECONDS_PER_DAY)
+    return f"day {day} {seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
+
+
+def _name(plugin: MemoryPlugin, key: str) -> str:
+    entity = plugin._entities_by_key.get(key)
+    if entity is None:
+        return key
+    return plugin.npc(entity).identity.name if entity in plugin._npcs else plugin.player(entity).identity.name

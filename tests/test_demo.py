@@ -29,7 +29,8 @@ def test_the_village_judges_players_by_their_deeds() -> None:
         mean = {p: sum(plugin.query.disposition(n, p) for n in npcs) / len(npcs) for p in ("alice", "bram", "cora")}
         assert mean["bram"] < 0 < min(mean["alice"], mean["cora"]), (seed, mean)
         assert any(plugin.query.stage(n, "bram") in (Stage.RIVAL, Stage.ENEMY) for n in npcs)
-        assert plugin.query.count_memories_by_tag("oswin", "bram", "theft") >= 1 or seed != 1
+        assert any(plugin.query.count_memories_by_tag(n, "bram", "theft") for n in npcs)
+        assert any(f.source == "gossip" and f.subject == "bram" for n in npcs for f in plugin.facts(n))
         assert result.log and "Hostile" in "\n".join(result.log)
         npc_memory_uninstall(result.plugin.world)
 

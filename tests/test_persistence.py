@@ -47,7 +47,7 @@ def components(plugin: npc_memory.MemoryPlugin) -> dict[str, Any]:
     state: dict[str, Any] = {}
     for key in plugin.npcs():
         h = plugin.npc(key)
-        state[key] = (h.identity, h.faction, h.location, h.traits, h.bank, h.relationships)
+        state[key] = (h.identity, h.faction, h.location, h.traits, h.bank, h.relationships, h.working, h.knowledge)
     for key in plugin.players():
         p = plugin.player(key)
         state[key] = (p.identity, p.faction, p.location, p.profile)
@@ -65,6 +65,8 @@ operation = st.one_of(
     st.tuples(st.just("meet"), st.integers(0, 9), st.integers(0, 9)),
     st.tuples(st.just("wait"), st.floats(0, 10 * 86_400)),
     st.tuples(st.just("world"), st.integers(0, 9), st.floats(0, 1)),
+    st.tuples(st.just("observe"), st.sampled_from(["forge", "market"]), st.integers(0, 9), st.floats(0, 1)),
+    st.tuples(st.just("talk"), st.integers(0, 9), st.integers(0, 9)),
 )
 
 
@@ -82,6 +84,10 @@ def apply(plugin: npc_memory.MemoryPlugin, ops: Iterable[tuple[Any, ...]], n_npc
         if kind == "wait":
             plugin.clock.advance(op[1])
             continue
+        if kind == "observe":
+            plugin.observe(room=op[1], subject=f"pc{op[2] % n_players}", content=f"seen in {op[1]}",
+                           tags=["theft"], importance=op[3])
+            continue
         npc = f"npc{op[1] % n_npcs}"
         if kind == "world":
             plugin.remember(npc, None, "the harvest failed", importance=op[2], tags=["world"])
@@ -95,6 +101,9 @@ def apply(plugin: npc_memory.MemoryPlugin, ops: Iterable[tuple[Any, ...]], n_npc
                                 trigger=TriggerContext(time_of_day="night") if mem_kind == "procedural" else None)
         elif kind == "adjust":
             plugin.adjust_relationship(npc, player, **op[3])
+        elif kind == "talk":
+            plugin.say(npc, player, player, "Let me help you carry that, here is a gift for you.")
+            plugin.end_conversation(npc, player)
         else:
             plugin.record_interaction(npc, player)
 

@@ -19,12 +19,14 @@ FACT_CATEGORIES: tuple[FactCategory, ...] = (
 
 class Hop(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """One step of a fact's journey: ``teller`` told ``listener`` in ``room`` at game time
-    ``at``. The first hop of a fact has no teller: ``listener`` learned it first-hand."""
+    ``at``; ``source`` says how (``gossip``, or for the first hop, which has no teller,
+    how the first holder learned it)."""
 
     teller: str | None
     listener: str
     room: str | None
     at: float
+    source: FactSource = "gossip"
 
 
 class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):

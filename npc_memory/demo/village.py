@@ -58,23 +58,23 @@ class Deed:
     importance: float
     valence: Valence
     intensity: float
-    witnessed_as: str | None = None  # how bystanders remember it, if they notice
+    witnessed_as: str | None = None  # done in public: what everyone present sees
 
 
 DEEDS: dict[str, tuple[Deed, ...]] = {
     "hero": (
         Deed(3, "{player} helped {npc} carry supplies", ("helpful",), 0.4, "positive", 0.3),
         Deed(2, "{player} drove off bandits threatening {npc}", ("heroic", "combat"), 0.8, "positive", 0.8,
-             "saw {player} drive off bandits threatening {npc}"),
+             "{player} drove off bandits threatening {npc}"),
         Deed(1, "{player} gave {npc} a share of the loot", ("gift",), 0.5, "positive", 0.5),
         Deed(1, "{player} bought provisions from {npc}", ("trade",), 0.3, "neutral", 0.1),
         Deed(0.5, "{player} was curt and rude to {npc}", ("insult",), 0.3, "negative", 0.4),
     ),
     "thief": (
         Deed(3, "{player} stole from {npc}", ("theft",), 0.7, "negative", 0.7,
-             "saw {player} steal from {npc}"),
+             "{player} stole from {npc}"),
         Deed(1, "{player} threatened {npc}", ("threat",), 0.6, "negative", 0.8,
-             "saw {player} threaten {npc}"),
+             "{player} threatened {npc}"),
         Deed(2, "{player} sold {npc} goods at a fair price", ("trade",), 0.3, "neutral", 0.1),
         Deed(1, "{player} mocked {npc}", ("insult",), 0.3, "negative", 0.3),
         Deed(1, "{player} bought {npc} a drink", ("gift",), 0.3, "positive", 0.3),
@@ -204,11 +204,10 @@ def _hour(plugin: MemoryPlugin, act_chance: float) -> None:
         npc = rng.choice(present)
         deeds = DEEDS[nature]
         deed = rng.choices(deeds, weights=[d.weight for d in deeds])[0]
-        _experience(plugin, npc, player_key, deed)
-        if deed.witnessed_as is not None:
-            for witness in present:
-                if witness != npc and rng.random() < 0.6:
-                    _witness(plugin, witness, npc, player_key, deed)
+        if deed.witnessed_as is None:
+            _experience(plugin, npc, player_key, deed)
+        else:
+            _witnessed(plugin, room, npc, player_key, deed)
 
 
 def _evening_chats(plugin: MemoryPlugin) -> None:
@@ -238,19 +237,28 @@ def _experience(plugin: MemoryPlugin, npc: str, player: str, deed: Deed) -> None
     )
 
 
-def _witness(plugin: MemoryPlugin, witness: str, victim: str, player: str, deed: Deed) -> None:
-    assert deed.witnessed_as is not None
-    plugin.remember(
-        witness,
-        player,
-        "I " + deed.witnessed_as.format(
-            player=plugin.player(player).identity.name, npc=plugin.npc(victim).identity.name
-        ),
+def _witnessed(plugin: MemoryPlugin, room: str | None, victim: str, player: str, deed: Deed) -> None:
+    """A deed done in public: everyone in the room sees it (a fact each, which moves
+    their opinion of the player and may travel as gossip); the victim also keeps it as
+    a memory of their own."""
+    assert deed.witnessed_as is not None and room is not None
+    player_name = plugin.player(player).identity.name
+    plugin.record_interaction(victim, player)
+    plugin.observe(
+        room=room,
+        subject=player,
+        content=deed.witnessed_as.format(player=player_name, npc=plugin.npc(victim).identity.name),
         tags=deed.tags,
-        importance=deed.importance * 0.7,
+        importance=deed.importance,
+    )
+    plugin.remember(
+        victim,
+        player,
+        deed.content.format(player=player_name, npc="me"),
+        tags=deed.tags,
+        importance=deed.importance,
         valence=deed.valence,
-        intensity=deed.intensity * 0.5,
-        affect_relationship=True,
+        intensity=deed.intensity,
     )
 
 
@@ -319,6 +327,24 @@ def _report(
         out.write(
             f"  {names[player]:8} {sum(dispositions) / len(dispositions):+.2f}   {memories} memories\n"
         )
+    out.write("\nRumours (facts about players passed on by gossip):\n")
+    for player in players:
+        heard = [
+            (key, fact)
+            for key, *_ in NPCS
+            for fact in plugin.facts(key)
+            if fact.subject == player and fact.source == "gossip"
+        ]
+        strangers = len({key for key, _ in heard if not plugin.query.has_met(key, player)})
+        who = f", by {strangers} NPC{'s' if strangers > 1 else ''} who never met them" if strangers else ""
+        out.write(f"  {names[player]:8} {len(heard)} heard second-hand{who}\n")
+    farthest = max(
+        ((key, fact) for key, *_ in NPCS for fact in plugin.facts(key) if fact.source == "gossip"),
+        key=lambda item: (item[1].hops, item[1].created),
+        default=None,
+    )
+    if farthest is not None:
+        out.write(f"  Farthest travelled: {plugin.query.why(farthest[0], farthest[1].id)}\n")
     stats = plugin.extraction.stats
     out.write(
         f"\nEvening conversations: {stats.queued} held, {stats.applied} turned into memories "

@@ -61,7 +61,8 @@ CUES: tuple[Cue, ...] = (
     _cue("insult", "player", r"fools?|idiot|stupid|useless|lout|worthless|pathetic|coward|scum|a joke|"
          r"fairy tale|shut up|moron"),
     _cue("quest", "any", r"quest|bounty|reward|errand|task for you|could you (?:find|deliver|bring|fetch)|"
-         r"find it for me|deliver|retrieve|escort|take the job|bring me|went missing"),
+         r"find it for me|deliver|retrieve|escort|take the job|bring me"),
+    _cue("quest", "npc", r"went missing|has gone missing|could you look for"),
     _cue("secret", "any", r"secret|between us|don'?t tell|no one must know|keep (?:it|this) quiet|"
          r"lips are sealed|password|swear it|confide"),
     _cue("theft", "any", r"steal|stole|stolen|thief|pickpocket\w*|robbed"),

@@ -2,9 +2,10 @@
 
 The board keeps, per room, who is there and who has something to tell, with
 cumulative weights for a seeded weighted draw. A room is rebuilt only when someone
-enters or leaves it or an occupant's knowledge changes; a tick then costs O(budget):
-it draws a room, a teller (weighted by sociability × gossip drive), a listener
-(weighted by sociability) and a few candidate facts, never scanning all NPCs.
+enters or leaves it or an occupant's knowledge changes (cost: that room's size); a
+tick then costs O(budget): it draws a room (weighted by its number of tellers), a
+teller (weighted by sociability × gossip drive), a listener (weighted by sociability)
+and a few candidate facts, never scanning all NPCs or rooms.
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ class GossipBoard:
     """Rooms, their occupants and who can gossip there.
 
     ``teller_weight(npc)`` and ``listener_weight(npc)`` come from traits;
-    ``has_news(npc)`` says whether an NPC has anything shareable.
+    ``has_news(npc)`` says whether an NPC has anything shareable. Active rooms (two or
+    more occupants, at least one with news) sit in a list with an index map, so a room
+    joins or leaves in O(1); a room is drawn with probability proportional to its
+    number of tellers by rejection sampling, O(1) expected.
     """
 
     teller_weight: Callable[[str], float]
@@ -57,7 +61,8 @@ class GossipBoard:
     dirty: set[str] = field(default_factory=set)
     rooms: dict[str, _Room] = field(default_factory=dict)
     active: list[str] = field(default_factory=list)
-    active_weights: list[float] = field(default_factory=list)
+    _position: dict[str, int] = field(default_factory=dict)
+    _most_tellers: int = 1
     rebuilds: int = 0
 
     def enter(self, npc: str, room: str | None) -> None:
@@ -78,17 +83,14 @@ class GossipBoard:
             self.dirty.add(room)
 
     def refresh(self) -> None:
-        """Rebuild the rooms that changed (only those), then the active-room draw."""
-        if not self.dirty:
-            return
+        """Rebuild the rooms that changed, and only those."""
         for room in sorted(self.dirty):
             occupants = sorted(self.members.get(room, ()))
-            if len(occupants) < 2:
-                self.rooms.pop(room, None)
-                continue
-            tellers = [n for n in occupants if self.has_news(n)]
+            tellers = [n for n in occupants if self.has_news(n)] if len(occupants) >= 2 else []
+            self.rebuilds += 1
             if not tellers:
                 self.rooms.pop(room, None)
+                self._deactivate(room)
                 continue
             self.rooms[room] = _Room(
                 tellers=tellers,
@@ -96,16 +98,20 @@ class GossipBoard:
                 listeners=occupants,
                 listener_weights=_cumulate([self.listener_weight(n) for n in occupants]),
             )
-            self.rebuilds += 1
+            self._most_tellers = max(self._most_tellers, len(tellers))
+            if room not in self._position:
+                self._position[room] = len(self.active)
+                self.active.append(room)
         self.dirty.clear()
-        self.active = sorted(self.rooms)
-        self.active_weights = _cumulate([len(self.rooms[r].tellers) for r in self.active])
 
     def draw(self, rng: random.Random) -> tuple[str, str, str] | None:
         """A (room, teller, listener) to try, or ``None`` when no room has gossip."""
         if not self.active:
             return None
-        room_name = weighted_choice(rng, self.active, self.active_weights)
+        for _ in range(8):
+            room_name = self.active[int(rng.random() * len(self.active))]
+            if rng.random() * self._most_tellers < len(self.rooms[room_name].tellers):
+                break
         room = self.rooms[room_name]
         teller = weighted_choice(rng, room.tellers, room.teller_weights)
         for _ in range(3):
@@ -113,6 +119,15 @@ class GossipBoard:
             if listener != teller:
                 return room_name, teller, listener
         return None
+
+    def _deactivate(self, room: str) -> None:
+        position = self._position.pop(room, None)
+        if position is None:
+            return
+        last = self.active.pop()
+        if last != room:
+            self.active[position] = last
+            self._position[last] = position
 
 
 class GossipSystem(esper.Processor):
