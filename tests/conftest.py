@@ -13,6 +13,17 @@ import npc_memory
 from npc_memory.plugin import _INSTALLED
 
 
+def tick(world: str, n: int = 1, dt: float = 1.0) -> None:
+    """Run ``n`` esper ticks of ``dt`` real seconds in ``world``, then return to the caller's world."""
+    previous = esper.current_world
+    esper.switch_world(world)
+    try:
+        for _ in range(n):
+            esper.process(dt)
+    finally:
+        esper.switch_world(previous)
+
+
 def reset_esper() -> None:
     for name in list(_INSTALLED):
         npc_memory.uninstall(name)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import esper
 import msgspec
 import pytest
 
@@ -16,7 +15,7 @@ from npc_memory.events import Event, ExtractionDropped, MemoriesExtracted
 from npc_memory.extraction.model import ExtractionJob, ExtractionResult
 from npc_memory.store import TinyDBStore
 
-from .conftest import Village
+from .conftest import Village, tick
 
 
 def pack(**budgets: Any) -> npc_memory.Pack:
@@ -32,13 +31,6 @@ def talk(plugin: npc_memory.MemoryPlugin, npc: str = "hilda", player: str = "ali
     ended = plugin.end_conversation(npc, player)
     assert ended is not None
     return ended
-
-
-def tick(world: str, n: int = 1) -> None:
-    esper.switch_world(world)
-    for _ in range(n):
-        esper.process(1.0)
-    esper.switch_world("default")
 
 
 def collect(plugin: npc_memory.MemoryPlugin, kind: type[Event] = MemoriesExtracted) -> list[Any]:

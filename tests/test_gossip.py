@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import esper
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,17 +11,9 @@ import npc_memory
 from npc_memory.components import Fact
 from npc_memory.events import FactLearned, Hostile, SecretLearned
 
-from .conftest import reset_esper
+from .conftest import reset_esper, tick
 
 ROOMS = ["market", "tavern", "barracks", "temple"]
-
-
-def tick(world: str, n: int = 1, dt: float = 1.0) -> None:
-    previous = esper.current_world
-    esper.switch_world(world)
-    for _ in range(n):
-        esper.process(dt)
-    esper.switch_world(previous)
 
 
 def village(seed: int = 3) -> npc_memory.MemoryPlugin:

@@ -10,7 +10,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import esper
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,7 +22,7 @@ from npc_memory.events import Event, Hostile, SnapshotFailed
 from npc_memory.store import AuditEntry, EncodedDocument, Store, StoreContents, StoreMeta, TinyDBStore
 from npc_memory.store.tinydb_store import file_name
 
-from .conftest import reset_esper
+from .conftest import reset_esper, tick
 
 ARCHETYPES = ["blacksmith", "innkeeper", "guard_captain", None]
 FACTIONS = ["adventurers", "thieves", None]
@@ -33,14 +32,6 @@ def snapshot_pack(interval: float = 10.0, per_tick: int = 2) -> npc_memory.Pack:
     data = load_pack("village").model_dump()
     data["budgets"].update(snapshot_interval=interval, snapshot_documents_per_tick=per_tick, snapshot_tick_ms=1000.0)
     return npc_memory.content.validate_pack(data)
-
-
-def tick(world: str, n: int = 1, dt: float = 1.0) -> None:
-    previous = esper.current_world
-    esper.switch_world(world)
-    for _ in range(n):
-        esper.process(dt)
-    esper.switch_world(previous)
 
 
 def components(plugin: npc_memory.MemoryPlugin) -> dict[str, Any]:
