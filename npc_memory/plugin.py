@@ -12,6 +12,7 @@ import datetime
 import math
 import os
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from npc_memory.components import (
     MemoryBank,
     MemoryKind,
     NpcTraits,
+    PairMemories,
     PlayerProfile,
     ProceduralMemory,
     Relationship,
@@ -84,6 +86,8 @@ from npc_memory.extraction.model import ExtractionJob, ExtractionResult, Turn
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.extraction.rules import summarize
 from npc_memory.query import MemoryQuery
+from npc_memory.rules import consolidation as consolidation_rules
+from npc_memory.rules import decay as decay_rules
 from npc_memory.rules import knowledge as knowledge_rules
 from npc_memory.rules import memory as memory_rules
 from npc_memory.rules import relationships as rel_rules
@@ -104,6 +108,8 @@ from npc_memory.store.documents import pack_rng_state, unpack_rng_state
 from npc_memory.store.writer import StoreWriter, WriteBatch
 from npc_memory.systems import (
     CLOCK_PRIORITY,
+    CONSOLIDATION_PRIORITY,
+    DECAY_PRIORITY,
     EXTRACTION_PRIORITY,
     GOSSIP_PRIORITY,
     PRIORITY_BASE,
@@ -113,6 +119,7 @@ from npc_memory.systems import (
     first_positional,
     keyword,
 )
+from npc_memory.systems.decay import ConsolidationSystem, DecaySystem, PairCursor
 from npc_memory.systems.extraction import ExtractionSystem
 from npc_memory.systems.gossip import GossipBoard, GossipSystem
 from npc_memory.systems.snapshot import SnapshotSystem, Snapshotter
@@ -233,6 +240,27 @@ def install(
         plugin._attach(
             GossipSystem(plugin._board, plugin.rng, loaded.budgets.gossip_exchanges_per_tick, plugin._gossip),
             priority + GOSSIP_PRIORITY,
+        )
+        memory_rules_in_pack = loaded.memory
+        plugin._attach(
+            DecaySystem(
+                PairCursor(plugin.npcs, plugin._pairs_of),
+                plugin.clock,
+                loaded.budgets.decay_pairs_per_tick,
+                memory_rules_in_pack.decay_interval,
+                plugin._decay_pair,
+            ),
+            priority + DECAY_PRIORITY,
+        )
+        plugin._attach(
+            ConsolidationSystem(
+                PairCursor(plugin.npcs, plugin._pairs_of),
+                plugin.clock,
+                loaded.budgets.consolidation_pairs_per_tick,
+                memory_rules_in_pack.decay_interval,
+                plugin._consolidate_pair,
+            ),
+            priority + CONSOLIDATION_PRIORITY,
         )
         if backend is not None and contents is not None:
             plugin._attach_store(backend, contents, priority + SNAPSHOT_PRIORITY)
@@ -674,6 +702,10 @@ class MemoryPlugin:
         ``affect_relationship`` the memory's tags move the relationship by the pack's
         tag rules (one update; threshold and stage events fire).
 
+        A procedural memory with the same first tag and trigger as one already held
+        (or the same pattern, untagged) reinforces that habit instead: its
+        ``reinforcement`` grows by one and it is returned.
+
         Keeps the pair within its caps by evicting (see :func:`rules.memory.insert`);
         returns the new record, which is itself evicted at once if it ranks below
         every unlocked memory of a full kind. Memories tagged ``game-only`` are
@@ -738,10 +770,21 @@ class MemoryPlugin:
                 trigger=trigger or TriggerContext(),
                 **common,
             )
-        memory_rules.insert(pair, memory, self.pack.memory, now)
-        handle.bank.next_id += 1
+        habit = _same_habit(pair, memory) if isinstance(memory, ProceduralMemory) else None
+        if habit is not None:
+            memory = msgspec.structs.replace(
+                habit,
+                reinforcement=habit.reinforcement + 1,
+                last_accessed=now,
+                importance=max(habit.importance, memory.importance),
+                locked=habit.locked or memory.locked,
+            )
+            pair.procedural[pair.procedural.index(habit)] = memory
+        else:
+            memory_rules.insert(pair, memory, self.pack.memory, now)
+            handle.bank.next_id += 1
         self._mark(handle.identity.key)
-        if key is not None:
+        if key is not None and habit is None:
             self._check_milestone(handle, key, len(pair))
         if affect_relationship and target is not None:
             deltas = rel_rules.memory_deltas(
@@ -767,11 +810,14 @@ class MemoryPlugin:
             records = list(getattr(pair, kind))
         else:
             raise InvalidArgumentError(f"kind must be one of {', '.join(MEMORY_KINDS)}, got {kind!r}")
-        return memory_rules.rank_by_salience(records, self.clock.now, self.pack.memory.recency_days)
+        rules = self.pack.memory
+        now = self.clock.now
+        return memory_rules.rank_by_salience(records, now, rules.recency_days, rules.intensity_retention)
 
     def salience(self, memory: Memory) -> float:
         """Salience of ``memory`` now, in [0, 1]."""
-        return memory_rules.salience(memory, self.clock.now, self.pack.memory.recency_days)
+        rules = self.pack.memory
+        return memory_rules.salience(memory, self.clock.now, rules.recency_days, rules.intensity_retention)
 
     # ------------------------------------------------------------------ conversations
 
@@ -1220,6 +1266,102 @@ class MemoryPlugin:
             return True
         return False
 
+    # ------------------------------------------------------------------ maintenance
+
+    def _pairs_of(self, npc: str) -> list[str | None]:
+        entity = self._entities_by_key.get(npc)
+        if entity not in self._npcs:
+            return []
+        handle = self._npcs[entity]
+        players = set(handle.bank.players) | set(handle.relationships.by_player)
+        return [None, *sorted(players)]
+
+    def _decay_pair(self, npc: str, player: str | None) -> None:
+        """DecaySystem's work on one pair: forget faded episodes, enforce the caps, let
+        the relationship drift (player pairs), clean out expired facts (world pair)."""
+        entity = self._entities_by_key.get(npc)
+        if entity not in self._npcs:
+            return
+        handle = self._npcs[entity]
+        now, rules = self.clock.now, self.pack.memory
+        changed = False
+        pair = handle.bank.pair(player)
+        if pair is not None:
+            changed |= bool(decay_rules.forget_faded(pair, rules, now))
+            changed |= bool(decay_rules.enforce_caps(pair, rules, now))
+        if player is None:
+            kept = [f for f in handle.knowledge.facts if not knowledge_rules.is_expired(f, now)]
+            if len(kept) != len(handle.knowledge.facts):
+                handle.knowledge.facts[:] = kept
+                self._facts[npc] = knowledge_rules.FactIndex(handle.knowledge, self.pack.knowledge, now)
+                self._board.touch(handle.location.room)
+                changed = True
+        else:
+            rel = handle.relationships.by_player.get(player)
+            if rel is not None:
+                faction, entity_of_player = self._player_ref(player)
+                baseline = rel_rules.initial_relationship(self.pack, handle.faction.faction, faction)
+                before = rel.disposition
+                if decay_rules.drift(rel, baseline, rules.relationship_half_life_days, now):
+                    change = rel_rules.refresh(rel, self.pack.relationships)
+                    self._publish_change(handle, player, entity_of_player, rel, change)
+                    self._standing_changed(handle, player, faction, before, rel.disposition)
+                changed = True
+        if changed:
+            self._mark(npc)
+
+    def _consolidate_pair(self, npc: str, player: str | None) -> None:
+        """ConsolidationSystem's work on one pair: each cluster of old episodes sharing
+        a tag becomes a semantic memory (and a habit when they keep to one time of day);
+        unlocked source episodes are removed, locked ones kept."""
+        entity = self._entities_by_key.get(npc)
+        if player is None or entity not in self._npcs:
+            return
+        handle = self._npcs[entity]
+        pair = handle.bank.pair(player)
+        if pair is None:
+            return
+        now = self.clock.now
+        name = self._player_name(player)
+        for cluster in consolidation_rules.clusters(pair, self.pack.memory, now):
+            episodes = cluster.episodes
+            try:
+                self.remember(
+                    entity,
+                    player,
+                    consolidation_rules.summary(cluster, name),
+                    kind="semantic",
+                    tags=(cluster.tag,),
+                    importance=max(m.importance for m in episodes),
+                    confidence=consolidation_rules.confidence(cluster),
+                    valence=Counter(m.valence for m in episodes).most_common(1)[0][0],
+                    source_episodes=[m.id for m in episodes],
+                    scope=episodes[0].scope,
+                )
+                pattern = consolidation_rules.habit(cluster, name)
+                if pattern is not None:
+                    self.remember(
+                        entity,
+                        player,
+                        pattern,
+                        kind="procedural",
+                        tags=(cluster.tag,),
+                        importance=max(m.importance for m in episodes),
+                        trigger=TriggerContext(time_of_day=cluster.habit_time),
+                        scope=episodes[0].scope,
+                    )
+            except (MemoryCapacityError, UnknownEntityError, PrivacyError):
+                continue
+            consolidated = {m.id for m in episodes if not m.locked}
+            pair.episodic[:] = [m for m in pair.episodic if m.id not in consolidated]
+
+    def _player_name(self, player: str) -> str:
+        entity = self._entities_by_key.get(player)
+        if entity in self._players:
+            return self._players[entity].identity.name
+        saved = self._stored.get(player)
+        return saved.name if isinstance(saved, PlayerDocument) else player
+
     # ------------------------------------------------------------------ relationships
 
     def relationship(self, npc: Ref, player: Ref) -> Relationship:
@@ -1440,6 +1582,7 @@ class MemoryPlugin:
         rel = npc.relationships.by_player.get(player)
         if rel is None:
             rel = rel_rules.initial_relationship(self.pack, npc.faction.faction, faction)
+            rel.drifted_at = self.clock.now
             npc.relationships.by_player[player] = rel
             self._standing_changed(npc, player, faction, None, rel.disposition)
         return rel
@@ -1512,6 +1655,16 @@ class MemoryPlugin:
             events.append(RelationshipStageChanged(old=change.old_stage, new=change.new_stage, **common))
         for event in events:
             self._publish(event)
+
+
+def _same_habit(pair: PairMemories, memory: ProceduralMemory) -> ProceduralMemory | None:
+    for held in pair.procedural:
+        if held.trigger != memory.trigger:
+            continue
+        same_tag = bool(memory.tags) and held.tags[:1] == memory.tags[:1]
+        if same_tag or (not memory.tags and held.pattern == memory.pattern):
+            return held
+    return None
 
 
 def _components_of(handle: NpcHandle | PlayerHandle) -> tuple[Any, ...]:

@@ -38,7 +38,8 @@ class Relationship(msgspec.Struct, kw_only=True):
     game seconds (``None`` before the first interaction). ``version`` grows by one
     on every change (optimistic concurrency). ``active_thresholds`` names the
     thresholds currently crossed, so a crossing fires its event once, also after a
-    restart.
+    restart. ``drifted_at`` is when drift towards the faction baseline was last
+    applied (game seconds).
     """
 
     trust: float = 0.5
@@ -54,6 +55,7 @@ class Relationship(msgspec.Struct, kw_only=True):
     last_interaction: float | None = None
     version: int = 0
     active_thresholds: tuple[str, ...] = ()
+    drifted_at: float = 0.0
 
     def value(self, dimension: Dimension) -> float:
         """The value of one dimension."""

@@ -232,9 +232,27 @@ class RelationshipRules(_Model):
 
 
 class MemoryRules(_Model):
-    """Memory salience and caps per NPC–player pair."""
+    """Memory salience, caps per NPC–player pair, forgetting and consolidation.
+
+    Recency decays as exp(−age / (recency_days × (1 + intensity_retention × intensity)))
+    in game days: an intense memory is kept up to ``intensity_retention`` (10 %) longer.
+    DecaySystem forgets unlocked episodic memories whose salience fell below
+    ``forget_below`` and lets relationships without interaction drift back to their
+    faction baseline with a half-life of ``relationship_half_life_days``.
+    ConsolidationSystem turns ``consolidate_min`` or more unlocked-or-not episodic
+    memories of a pair, older than ``consolidate_after_days`` and sharing a tag, into
+    one semantic memory; ``habit_min`` episodes sharing a tag at the same time of day
+    become a procedural one.
+    """
 
     recency_days: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 30.0
+    intensity_retention: Annotated[float, Field(ge=0.0, le=0.1)] = 0.1
+    forget_below: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.05
+    relationship_half_life_days: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 60.0
+    decay_interval: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 86_400.0
+    consolidate_min: Annotated[int, Field(ge=2, le=50)] = 3
+    consolidate_after_days: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = 7.0
+    habit_min: Annotated[int, Field(ge=2, le=50)] = 3
     episodic_cap: PositiveInt = 200
     semantic_cap: PositiveInt = 50
     procedural_cap: PositiveInt = 20

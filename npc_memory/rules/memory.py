@@ -1,9 +1,10 @@
 """Salience, ranking and caps of memories.
 
-salience = importance × recency × access_boost, where recency = exp(−age_days / R)
-with age measured from the last access in game days (R = ``recency_days``, 30 by
-default) and access_boost = min(1 + 0.1·ln(1 + access_count), 1.5); locked memories
-always have salience 1.0. Salience is in [0, 1].
+salience = importance × recency × access_boost, where recency = exp(−age_days / R')
+with age measured from the last access in game days, R' = R × (1 + k × intensity)
+(R = ``recency_days``, 30 by default; k = ``intensity_retention``, at most 0.1) and
+access_boost = min(1 + 0.1·ln(1 + access_count), 1.5); locked memories always have
+salience 1.0. Salience is in [0, 1].
 """
 
 from __future__ import annotations
@@ -34,24 +35,29 @@ def access_boost(access_count: int) -> float:
     return min(1.0 + 0.1 * math.log1p(access_count), ACCESS_BOOST_CAP)
 
 
-def salience(memory: Memory, now: float, recency_days: float = 30.0) -> float:
+def salience(
+    memory: Memory, now: float, recency_days: float = 30.0, intensity_retention: float = 0.0
+) -> float:
     """Salience of ``memory`` at game time ``now`` (game seconds), in [0, 1]."""
     if memory.locked:
         return 1.0
     value = memory.importance
     age = now - memory.last_accessed
     if age > 0.0:
-        value *= math.exp(age / (-SECONDS_PER_DAY * recency_days))
+        span = recency_days * (1.0 + intensity_retention * memory.intensity)
+        value *= math.exp(age / (-SECONDS_PER_DAY * span))
     if memory.access_count:
         value *= access_boost(memory.access_count)
     return value if value < 1.0 else 1.0
 
 
 def rank_by_salience(
-    memories: Sequence[Memory], now: float, recency_days: float = 30.0
+    memories: Sequence[Memory], now: float, recency_days: float = 30.0, intensity_retention: float = 0.0
 ) -> list[Memory]:
     """``memories`` ordered by salience, highest first (ties: newest first)."""
-    scored = [(salience(m, now, recency_days), m.created, i) for i, m in enumerate(memories)]
+    scored = [
+        (salience(m, now, recency_days, intensity_retention), m.created, i) for i, m in enumerate(memories)
+    ]
     scored.sort(reverse=True)
     return [memories[i] for _, _, i in scored]
 
@@ -106,9 +112,16 @@ def _insert(
     return [victim]
 
 
+def eviction_key(kind: MemoryKind, now: float, rules: MemoryRules) -> Callable[[Memory], tuple[float, float]]:
+    """The ordering eviction uses for ``kind`` (lowest goes first)."""
+    if kind == "episodic":
+        return _salience_key(now, rules)
+    return _confidence_key if kind == "semantic" else _reinforcement_key
+
+
 def _salience_key(now: float, rules: MemoryRules) -> Callable[[Memory], tuple[float, float]]:
-    recency_days = rules.recency_days
-    return lambda m: (salience(m, now, recency_days), m.created)
+    recency_days, retention = rules.recency_days, rules.intensity_retention
+    return lambda m: (salience(m, now, recency_days, retention), m.created)
 
 
 def _confidence_key(memory: Memory) -> tuple[float, float]:

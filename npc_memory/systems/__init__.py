@@ -18,11 +18,19 @@ EXTRACTION_PRIORITY = 50
 GOSSIP_PRIORITY = 30
 """Offset of GossipSystem from the base."""
 
+DECAY_PRIORITY = 20
+"""Offset of DecaySystem from the base."""
+
+CONSOLIDATION_PRIORITY = 10
+"""Offset of ConsolidationSystem from the base."""
+
 SNAPSHOT_PRIORITY = -100
 """Offset of SnapshotSystem from the base: it runs after every other plugin system."""
 
 __all__ = [
     "CLOCK_PRIORITY",
+    "CONSOLIDATION_PRIORITY",
+    "DECAY_PRIORITY",
     "EXTRACTION_PRIORITY",
     "GOSSIP_PRIORITY",
     "PRIORITY_BASE",
