@@ -290,3 +290,63 @@ def test_install_rejects_a_wrong_llm_object() -> None:
     with pytest.raises(npc_memory.InvalidArgumentError, match="AnthropicExtractor"):
         npc_memory.install(world="llm", llm="claude")  # type: ignore[arg-type]
     assert "llm" not in npc_memory.plugin._INSTALLED
+
+
+def old_trades(plugin: npc_memory.MemoryPlugin, n: int = 3) -> None:
+    for i in range(n):
+        plugin.remember("hilda", "alice", f"Alice bought horseshoes {i}", tags=["trade"], importance=0.4)
+    plugin.clock.advance(8 * 86_400)
+
+
+def summary_reply(text: str) -> Reply:
+    return Reply(body=message(text=f'{{"summary": "{text}"}}'))
+
+
+def test_consolidation_asks_the_llm_for_the_summary(api: FakeMessagesAPI) -> None:
+    api.push(summary_reply("Alice is a loyal customer who never haggles."))
+    plugin = make_plugin(api)
+    old_trades(plugin)
+    tick_until(plugin, lambda: bool(plugin.memories("hilda", "alice", kind="semantic")))
+    [semantic] = plugin.memories("hilda", "alice", kind="semantic")
+    assert semantic.content == "Alice is a loyal customer who never haggles."
+    assert len(semantic.source_episodes) == 3 and plugin.memories("hilda", "alice", kind="episodic") == []
+    body = api.requests[0]["json"]
+    assert body["output_config"]["format"]["schema"]["required"] == ["summary"]
+    assert "- Alice bought horseshoes 0" in body["messages"][0]["content"]
+    assert plugin.extraction.stats.llm_calls == 1 and plugin.extraction.limiter.spent_today == 1400
+
+
+def test_consolidation_falls_back_to_the_rules_summary(api: FakeMessagesAPI) -> None:
+    api.default = Reply(status=529, body={"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
+    plugin = make_plugin(api)
+    old_trades(plugin)
+    tick_until(plugin, lambda: bool(plugin.memories("hilda", "alice", kind="semantic")))
+    [semantic] = plugin.memories("hilda", "alice", kind="semantic")
+    assert semantic.content == "Alice is a regular customer (3 times)"
+    assert plugin.extraction.stats.fallbacks == {"consolidation fallback: api error 529": 1}
+    assert plugin.extraction.breaker.failures == 1
+
+
+def test_episodes_wait_for_their_summary_and_are_asked_for_once(api: FakeMessagesAPI) -> None:
+    gate = threading.Event()
+    api.default = Reply(gate=gate, body=message(text='{"summary": "Alice trades here often."}'))
+    plugin = make_plugin(api, pack=llm_pack(deadline=30.0))
+    old_trades(plugin)
+
+    def days(n: int) -> None:
+        esper.switch_world("llm")
+        for _ in range(n):
+            plugin.clock.advance(86_400)  # a daily cycle passes while the answer is held
+            esper.process(1 / 60)
+        esper.switch_world("default")
+
+    days(1)
+    deadline = time.monotonic() + 10
+    while not api.requests and time.monotonic() < deadline:
+        time.sleep(0.01)
+    days(4)
+    time.sleep(0.2)
+    assert len(api.requests) == 1 and plugin.memories("hilda", "alice", kind="semantic") == []
+    gate.set()
+    tick_until(plugin, lambda: bool(plugin.memories("hilda", "alice", kind="semantic")))
+    assert [m.content for m in plugin.memories("hilda", "alice", kind="semantic")] == ["Alice trades here often."]

@@ -13,12 +13,13 @@ import asyncio
 import concurrent.futures
 import json
 import threading
+from collections.abc import Callable
 from typing import Any, Literal
 
 import anthropic
 
 from npc_memory.extraction.budget import Price, price_of
-from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, LLMOutcome, TokenUsage
+from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, LLMOutcome, SummaryOutcome, TokenUsage
 from npc_memory.extraction.validate import OUTPUT_SCHEMA, MalformedOutputError, parse_memories
 
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -66,6 +67,22 @@ Oswin: You always haggle over every copper, don't you?
 Cora: Of course. Twelve silver for the rope, not fifteen.
 Answer: {"memories": [{"content": "Cora always haggles hard over prices.", "kind": "procedural",
 "tags": ["trade"], "importance": 0.3, "valence": "neutral", "intensity": 0.2}]}"""
+
+
+SUMMARY_PROMPT = """You keep the long-term memory of a non-player character (NPC) in a fantasy
+role-playing game. You are given several things the NPC remembers about one player that share
+a theme. Write one short sentence of general knowledge the NPC draws from them, from the NPC's
+point of view, naming the player (for example "Cora is a regular customer who buys supplies").
+Never include real-world personal information. Answer with the JSON object only."""
+
+SUMMARY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"summary": {"type": "string"}},
+    "required": ["summary"],
+    "additionalProperties": False,
+}
+
+MAX_SUMMARY = 300
 
 
 class AnthropicExtractor:
@@ -134,6 +151,37 @@ class AnthropicExtractor:
             request["output_config"] = {"format": {"type": "json_schema", "schema": OUTPUT_SCHEMA}}
         return request
 
+    def summary_request(
+        self, npc_name: str, player_name: str, theme: str, contents: list[str], max_tokens: int
+    ) -> dict[str, Any]:
+        """Keyword arguments of ``messages.create`` summarising a cluster of memories."""
+        lines = "\n".join(f"- {content}" for content in contents)
+        prompt = f"NPC: {npc_name}. Player: {player_name}. Theme: {theme}.\nMemories:\n{lines}\nAnswer:"
+        return {
+            "model": self.model,
+            "max_tokens": min(max_tokens, 200),
+            "system": [{"type": "text", "text": SUMMARY_PROMPT, "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": prompt}],
+            "output_config": {"format": {"type": "json_schema", "schema": SUMMARY_SCHEMA}},
+        }
+
+    def parse_summary(self, message: Any) -> str:
+        """The summary sentence in a response (cut to 300 characters)."""
+        content = getattr(message, "content", None)
+        if not isinstance(content, list):
+            raise MalformedOutputError(f"the response is not a message (got {type(message).__name__})")
+        for block in content:
+            if getattr(block, "type", None) == "text":
+                try:
+                    payload = json.loads(block.text)
+                except json.JSONDecodeError as exc:
+                    raise MalformedOutputError(f"not JSON: {exc}") from exc
+                summary = payload.get("summary") if isinstance(payload, dict) else None
+                if not isinstance(summary, str) or not summary.strip():
+                    raise MalformedOutputError("expected an object with a non-empty 'summary'")
+                return summary.strip()[:MAX_SUMMARY]
+        raise MalformedOutputError("no text block in the response")
+
     def estimate_tokens(self, job: ExtractionJob, max_tokens: int) -> int:
         """A generous estimate of a call's tokens, reserved against budgets beforehand."""
         turns = sum(len(t.text) + len(t.speaker) + 2 for t in job.turns)
@@ -199,25 +247,40 @@ class LLMWorker:
         """Start extracting ``job``; returns at once with a future to poll."""
         return asyncio.run_coroutine_threadsafe(self._extract(job), self._loop)
 
+    def submit_summary(self, request: dict[str, Any]) -> concurrent.futures.Future[SummaryOutcome]:
+        """Start a summarising call (see ``AnthropicExtractor.summary_request``)."""
+        return asyncio.run_coroutine_threadsafe(self._summarise(request), self._loop)
+
     async def _extract(self, job: ExtractionJob) -> LLMOutcome:
         request = self.extractor.request(job, self.max_tokens)
+        value, usage, failure = await self._call(request, self.extractor.parse)
+        return LLMOutcome(value, usage, failure)
+
+    async def _summarise(self, request: dict[str, Any]) -> SummaryOutcome:
+        value, usage, failure = await self._call(request, self.extractor.parse_summary)
+        return SummaryOutcome(value, usage, failure)
+
+    async def _call(
+        self, request: dict[str, Any], parse: Callable[[Any], Any]
+    ) -> tuple[Any, TokenUsage | None, str | None]:
+        """One Messages API call under the deadline; (parsed value, usage, failure)."""
         try:
             message = await asyncio.wait_for(self._client.messages.create(**request), timeout=self.deadline)
         except TimeoutError:
-            return LLMOutcome(None, None, f"timeout after {self.deadline:g} s")
+            return None, None, f"timeout after {self.deadline:g} s"
         except anthropic.APIStatusError as exc:
-            return LLMOutcome(None, None, f"api error {exc.status_code}")
+            return None, None, f"api error {exc.status_code}"
         except anthropic.APIConnectionError as exc:
-            return LLMOutcome(None, None, f"connection error: {type(exc).__name__}")
+            return None, None, f"connection error: {type(exc).__name__}"
         except anthropic.APIResponseValidationError as exc:
-            return LLMOutcome(None, None, f"malformed output: invalid response body ({type(exc).__name__})")
+            return None, None, f"malformed output: invalid response body ({type(exc).__name__})"
         except Exception as exc:  # anything else the SDK raises is a failed call, not a crash
-            return LLMOutcome(None, None, f"llm error: {type(exc).__name__}: {exc}")
+            return None, None, f"llm error: {type(exc).__name__}: {exc}"
         usage = usage_of(message)
         try:
-            return LLMOutcome(self.extractor.parse(message), usage)
+            return parse(message), usage, None
         except MalformedOutputError as exc:
-            return LLMOutcome(None, usage, f"malformed output: {exc}")
+            return None, usage, f"malformed output: {exc}"
 
     def close(self) -> None:
         """Close the client inside its loop, then stop the thread (idempotent)."""

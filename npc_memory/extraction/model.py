@@ -84,3 +84,11 @@ class LLMOutcome(msgspec.Struct, frozen=True):
     memories: tuple[ExtractedMemory, ...] | None
     usage: TokenUsage | None
     failure: str | None = None
+
+
+class SummaryOutcome(msgspec.Struct, frozen=True):
+    """What one summarising call produced: a sentence, or why it failed; usage when known."""
+
+    text: str | None
+    usage: TokenUsage | None
+    failure: str | None = None

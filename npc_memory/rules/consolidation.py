@@ -59,10 +59,12 @@ class Cluster:
     habit_time: str | None
 
 
-def clusters(pair: PairMemories, rules: MemoryRules, now: float) -> list[Cluster]:
+def clusters(
+    pair: PairMemories, rules: MemoryRules, now: float, exclude: frozenset[str] | set[str] = frozenset()
+) -> list[Cluster]:
     """Clusters ready to consolidate; each episode belongs to at most one, and episodes
-    already consolidated (named by a semantic memory) are left out."""
-    done = {episode for semantic in pair.semantic for episode in semantic.source_episodes}
+    already consolidated (named by a semantic memory) or in ``exclude`` are left out."""
+    done = {episode for semantic in pair.semantic for episode in semantic.source_episodes} | set(exclude)
     old_enough = now - rules.consolidate_after_days * SECONDS_PER_DAY
     eligible = [m for m in pair.episodic if m.created <= old_enough and m.id not in done]
     counts = Counter(tag for m in eligible for tag in m.tags)

@@ -62,7 +62,8 @@ class PairCursor:
 
 
 class PairMaintenanceSystem(esper.Processor):
-    """Hands ``budget`` pairs per tick to ``handle(npc, player)``, a cycle per interval."""
+    """Hands ``budget`` pairs per tick to ``handle(npc, player)``, a cycle per interval;
+    ``poll()``, if given, runs first every tick."""
 
     def __init__(
         self,
@@ -71,14 +72,18 @@ class PairMaintenanceSystem(esper.Processor):
         budget: int,
         interval: float,
         handle: Callable[[str, str | None], None],
+        poll: Callable[[], None] | None = None,
     ) -> None:
         self.cursor = cursor
         self.clock = clock
         self.budget = budget
         self.interval = interval
         self.handle = handle
+        self.poll = poll
 
     def process(self, *args: Any, **kwargs: Any) -> None:
+        if self.poll is not None:
+            self.poll()  # e.g. apply finished LLM summaries: O(calls in flight), never waits
         now = self.clock.now
         if not self.cursor.active:
             if now - self.cursor.cycle_started < self.interval:
