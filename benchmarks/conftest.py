@@ -25,10 +25,11 @@ def full_pair() -> Iterator[npc_memory.MemoryPlugin]:
     for kind, count in caps.items():
         for i in range(count):
             plugin.clock.advance(rng.random() * 60 * SECONDS_PER_DAY / 270)
+            memory_tags = [f"habit{i}"] if kind == "procedural" else rng.sample(tags, 2)  # distinct habits
             plugin.remember(
                 "hilda", "alice", f"{kind} memory {i} about {rng.choice(tags)}",
                 kind=kind,  # type: ignore[arg-type]
-                tags=rng.sample(tags, 2), importance=rng.random(), confidence=rng.random(),
+                tags=memory_tags, importance=rng.random(), confidence=rng.random(),
                 locked=i % 10 == 0,
             )
     yield plugin
