@@ -17,6 +17,7 @@ from npc_memory.components import (
     TriggerContext,
 )
 from npc_memory.content import Pack, load_pack
+from npc_memory.context import PromptContext
 from npc_memory.errors import (
     AlreadyInstalledError,
     DuplicateKeyError,
@@ -31,7 +32,15 @@ from npc_memory.errors import (
     UnknownEntityError,
     VersionConflictError,
 )
-from npc_memory.plugin import ConversationEnded, MemoryPlugin, Ref, get_plugin, install, uninstall
+from npc_memory.plugin import (
+    ConversationEnded,
+    MemoryPlugin,
+    PromptMessages,
+    Ref,
+    get_plugin,
+    install,
+    uninstall,
+)
 from npc_memory.query import MemoryQuery
 
 __version__ = "0.1.0"
@@ -66,6 +75,8 @@ __all__ = [
     "PackError",
     "PrivacyError",
     "ProceduralMemory",
+    "PromptContext",
+    "PromptMessages",
     "Ref",
     "Relationship",
     "SemanticMemory",

@@ -14,7 +14,7 @@ import math
 import os
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -55,9 +55,16 @@ from npc_memory.components.knowledge import (
     Hop,
     KnowledgeBase,
 )
+from npc_memory.components.memory import kind_of
 from npc_memory.components.relationship import Dimension
 from npc_memory.components.working import ConversationSummary, WorkingMemory
 from npc_memory.content import Pack, load_pack
+from npc_memory.context import recall as recall_rules
+from npc_memory.context import text as text_rules
+from npc_memory.context.builder import ContextProvider, ContextRequest, PromptContext
+from npc_memory.context.builder import build as build_context
+from npc_memory.context.providers import DEFAULT_PROVIDERS, reputation
+from npc_memory.context.text import estimate_tokens
 from npc_memory.errors import (
     AlreadyInstalledError,
     DuplicateKeyError,
@@ -333,6 +340,15 @@ class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
     status: Literal["queued", "extracted", "dropped"]
 
 
+class PromptMessages(msgspec.Struct, frozen=True, kw_only=True):
+    """A ready Anthropic Messages request body: ``system`` and ``messages``, and the
+    :class:`PromptContext` the system prompt was built with."""
+
+    system: str
+    messages: list[dict[str, str]]
+    context: PromptContext
+
+
 class MemoryPlugin:
     """The facade of one installed plugin: spawn NPCs and players, record memories,
     change relationships, subscribe to events, ask questions (:attr:`query`).
@@ -377,6 +393,8 @@ class MemoryPlugin:
         self._conversations: dict[tuple[str, str], list[Turn]] = {}
         self._facts: dict[str, knowledge_rules.FactIndex] = {}
         self._reserved: dict[str, set[str]] = {}
+        self._terms = recall_rules.TermCache()
+        self._scorer: recall_rules.Scorer = recall_rules.BM25()
         self._summaries: list[
             tuple[str, str, consolidation_rules.Cluster, int, concurrent.futures.Future[SummaryOutcome]]
         ] = []
@@ -1439,6 +1457,162 @@ class MemoryPlugin:
             return self._players[entity].identity.name
         saved = self._stored.get(player)
         return saved.name if isinstance(saved, PlayerDocument) else player
+
+    # ------------------------------------------------------------------ read path
+
+    def recall(self, npc: Ref, player: Ref | None, query: str = "", *, k: int = 5) -> list[Memory]:
+        """The ``k`` memories of ``npc`` about ``player`` (and world-scoped ones) best
+        matching ``query``: relevance (BM25 over content and tags) combined with
+        salience; salience alone for an empty query. Recalling a memory strengthens it:
+        its access count grows and its last access becomes now."""
+        handle = self._resolve_npc(npc)
+        target = None if player is None else self._resolve_player(player)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
+            raise InvalidArgumentError(f"k must be an int from 1 to 1000, got {k!r}")
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a string, got {query!r}")
+        owner = handle.identity.key
+        pairs = [handle.bank.world]
+        if target is not None and (pair := handle.bank.pair(target.identity.key)) is not None:
+            pairs.insert(0, pair)
+        memories = [m for pair in pairs for m in pair.all()]
+        if not memories:
+            return []
+        rules, now = self.pack.memory, self.clock.now
+        span, retention = rules.recency_days, rules.intensity_retention
+        saliences = [memory_rules.salience(m, now, span, retention) for m in memories]
+        documents = [self._terms.of(owner, m) for m in memories]
+        weight = self.pack.context.relevance_weight
+        query_terms = text_rules.terms(query)
+        ranked = recall_rules.rank(memories, saliences, documents, query_terms, self._scorer, weight)
+        recalled = []
+        for _, memory in ranked[:k]:
+            touched = msgspec.structs.replace(memory, access_count=memory.access_count + 1, last_accessed=now)
+            for pair in pairs:
+                records: list[Any] = getattr(pair, kind_of(memory))
+                if memory in records:
+                    records[records.index(memory)] = touched
+                    break
+            recalled.append(touched)
+        self._mark(owner)
+        return recalled
+
+    def context(
+        self,
+        npc: Ref,
+        player: Ref,
+        message: str = "",
+        *,
+        max_tokens: int = 1000,
+        providers: Sequence[ContextProvider] | None = None,
+    ) -> PromptContext:
+        """What ``npc`` brings to its reply to ``player``'s ``message``: sections from
+        ``providers`` (default: relationship, working memory, memories, knowledge), each
+        within its share of ``max_tokens`` (pack ``[context]``), joined into ``text``,
+        which never exceeds ``max_tokens`` by :func:`npc_memory.context.estimate_tokens`;
+        and ``placeholders`` such as ``reputation``. Recalls memories (see :meth:`recall`)."""
+        handle, target = self._resolve_npc(npc), self._resolve_player(player)
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise InvalidArgumentError(f"max_tokens must be a positive int, got {max_tokens!r}")
+        chosen = list(DEFAULT_PROVIDERS if providers is None else providers)
+        names = [p.name for p in chosen]
+        if len(set(names)) != len(names):
+            raise InvalidArgumentError(f"provider names must be unique, got {names}")
+        rel = handle.relationships.by_player.get(target.identity.key)
+        shown = rel or self._peek_relationship(handle, target)
+        placeholders = {
+            "reputation": reputation(rel),
+            "npc": handle.identity.name,
+            "player": target.identity.name,
+            "stage": shown.stage.value,
+            "disposition": f"{shown.disposition:+.2f}",
+            "trust": f"{shown.trust:.2f}",
+        }
+        request = ContextRequest(plugin=self, npc=handle, player=target, message=message)
+        return build_context(request, chosen, max_tokens, self.pack.context, placeholders)
+
+    def prompt_messages(
+        self, npc: Ref, player: Ref, message: str, *, max_tokens: int = 1000
+    ) -> PromptMessages:
+        """A system prompt (persona from the archetype, what the NPC will and won't
+        discuss, the context) and the message list for an Anthropic Messages call: the
+        open conversation's lines, then ``message`` from the player."""
+        handle, target = self._resolve_npc(npc), self._resolve_player(player)
+        text = _check_text("message", message, MAX_CONTENT_CHARS)
+        context = self.context(npc, player, text, max_tokens=max_tokens)
+        archetype = self.pack.archetypes.get(handle.traits.archetype or "")
+        role = f", {archetype.role}" if archetype and archetype.role else ""
+        parts = [f"You are {handle.identity.name}{role}."]
+        if archetype is not None:
+            if archetype.persona:
+                parts.append(archetype.persona)
+            if archetype.will_discuss:
+                parts.append(f"You like to talk about: {', '.join(archetype.will_discuss)}.")
+            if archetype.wont_discuss:
+                parts.append(f"You will not discuss: {', '.join(archetype.wont_discuss)}.")
+        parts.append(
+            f"You are speaking with {target.identity.name}; "
+            f"you see them as: {context.placeholders['reputation']}. "
+            "Stay in character, answer in one or two sentences, and never claim memories you do not have."
+        )
+        system = " ".join(parts) + (f"\n\n{context.text}" if context.text else "")
+        name = target.identity.name.lower()
+        messages: list[dict[str, str]] = [
+            {"role": "user" if turn.speaker.lower() in (name, target.identity.key) else "assistant",
+             "content": turn.text}
+            for turn in self._conversations.get((handle.identity.key, target.identity.key), [])
+        ]
+        messages.append({"role": "user", "content": text})
+        if messages[0]["role"] == "assistant":
+            messages.insert(0, {"role": "user", "content": "(The conversation continues.)"})
+        return PromptMessages(system=system, messages=messages, context=context)
+
+    def reply(
+        self, npc: Ref, player: Ref, message: str, *, max_tokens: int = 1000, reply_tokens: int = 300
+    ) -> concurrent.futures.Future[SummaryOutcome]:
+        """Ask the configured LLM for ``npc``'s next line to ``message``; returns at once
+        with a future whose result has ``text`` (or ``failure``: over budget, circuit
+        open, timeout, API error). Raises if no LLM is configured; use
+        :meth:`prompt_messages` with your own client then."""
+        worker = self.extraction.worker
+        if worker is None:
+            raise NpcMemoryError(
+                "no LLM is configured: install with llm=npc_memory.AnthropicExtractor(...), "
+                "or send plugin.prompt_messages(...) with your own client"
+            )
+        prompt = self.prompt_messages(npc, player, message, max_tokens=max_tokens)
+        request = {
+            "model": worker.extractor.model,
+            "max_tokens": reply_tokens,
+            "system": prompt.system,
+            "messages": prompt.messages,
+        }
+        owner = self.key(npc)
+        estimate = estimate_tokens(prompt.system)
+        estimate += sum(estimate_tokens(m["content"]) for m in prompt.messages)
+        pipeline = self.extraction
+        refusal = pipeline.limiter.check(owner, estimate + reply_tokens)
+        if refusal is None and not pipeline.breaker.allow():
+            refusal = "circuit open"
+        if refusal is not None:
+            done: concurrent.futures.Future[SummaryOutcome] = concurrent.futures.Future()
+            done.set_result(SummaryOutcome(None, None, refusal))
+            return done
+        pipeline.limiter.reserve(owner, estimate + reply_tokens)
+        future = worker.submit_text(request)
+
+        def settle(finished: concurrent.futures.Future[SummaryOutcome]) -> None:
+            cancelled = SummaryOutcome(None, None, "cancelled")
+            outcome = cancelled if finished.cancelled() else finished.result()
+            cost = worker.extractor.price.cost(outcome.usage) if outcome.usage else 0.0
+            pipeline.limiter.settle(owner, estimate + reply_tokens, outcome.usage, cost)
+            if outcome.text is not None:
+                pipeline.breaker.record_success()
+            else:
+                pipeline.breaker.record_failure()
+
+        future.add_done_callback(settle)
+        return future
 
     # ------------------------------------------------------------------ relationships
 

@@ -360,6 +360,36 @@ class KnowledgeRules(_Model):
         return value
 
 
+class ContextRules(_Model):
+    """The read path: how ``plugin.context`` spends a token budget and ranks memories.
+
+    Each provider named in ``shares`` gets that share of the budget left after the
+    ``safety_buffer`` (tokens); providers without a share split what remains. Recall
+    ranks by ``relevance_weight`` × relevance + (1 − it) × salience. Facts believed with
+    less than ``uncertain_below`` confidence are worded as hearsay.
+    """
+
+    shares: dict[Key, Unit] = Field(
+        default_factory=lambda: {
+            "relationship": 0.1,
+            "working_memory": 0.15,
+            "memories": 0.45,
+            "knowledge": 0.3,
+        }
+    )
+    safety_buffer: Annotated[int, Field(ge=0, le=10_000)] = 16
+    relevance_weight: Unit = 0.7
+    recall_k: PositiveInt = 8
+    uncertain_below: Unit = 0.6
+
+    @field_validator("shares")
+    @classmethod
+    def _shares_fit(cls, value: dict[str, float]) -> dict[str, float]:
+        if sum(value.values()) > 1.0 + 1e-9:
+            raise ValueError(f"shares add up to {sum(value.values()):g}; at most 1")
+        return value
+
+
 class Pack(_Model):
     """A whole content pack."""
 
@@ -371,6 +401,7 @@ class Pack(_Model):
     budgets: Budgets = Budgets()
     llm: LlmRules = LlmRules()
     knowledge: KnowledgeRules = KnowledgeRules()
+    context: ContextRules = ContextRules()
 
     @model_validator(mode="after")
     def _references_exist(self) -> Pack:

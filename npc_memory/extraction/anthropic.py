@@ -205,6 +205,17 @@ class AnthropicExtractor:
         raise MalformedOutputError(f"no {wanted} block in the response")
 
 
+def plain_text(message: Any) -> str:
+    """The text of a response, all text blocks joined."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        raise MalformedOutputError(f"the response is not a message (got {type(message).__name__})")
+    text = "".join(getattr(block, "text", "") for block in content if getattr(block, "type", None) == "text")
+    if not text.strip():
+        raise MalformedOutputError("the response has no text")
+    return text.strip()
+
+
 def usage_of(message: Any) -> TokenUsage | None:
     """The token usage a response reports, cache tokens included."""
     usage = getattr(message, "usage", None)
@@ -246,6 +257,14 @@ class LLMWorker:
     def submit(self, job: ExtractionJob) -> concurrent.futures.Future[LLMOutcome]:
         """Start extracting ``job``; returns at once with a future to poll."""
         return asyncio.run_coroutine_threadsafe(self._extract(job), self._loop)
+
+    def submit_text(self, request: dict[str, Any]) -> concurrent.futures.Future[SummaryOutcome]:
+        """Start a plain call whose answer is the text of the response (an NPC's line)."""
+        return asyncio.run_coroutine_threadsafe(self._text(request), self._loop)
+
+    async def _text(self, request: dict[str, Any]) -> SummaryOutcome:
+        value, usage, failure = await self._call(request, plain_text)
+        return SummaryOutcome(value, usage, failure)
 
     def submit_summary(self, request: dict[str, Any]) -> concurrent.futures.Future[SummaryOutcome]:
         """Start a summarising call (see ``AnthropicExtractor.summary_request``)."""

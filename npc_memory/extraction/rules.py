@@ -177,4 +177,5 @@ def summarize(job: ExtractionJob, limit: int = 120) -> str:
     opening = (player_lines or [t.text for t in job.turns] or [""])[0]
     if len(opening) > limit:
         opening = opening[: limit - 3] + "..."
-    return f'Talked with {job.player_name} ({len(job.turns)} lines): "{opening}"'
+    lines = "1 line" if len(job.turns) == 1 else f"{len(job.turns)} lines"
+    return f'Talked with {job.player_name} ({lines}): "{opening}"'

@@ -1,0 +1,113 @@
+"""Prompt context: what an NPC brings to its next line, within a token budget.
+
+Sections come from context providers (a protocol; built-ins in
+:mod:`npc_memory.context.providers`), each given a share of ``max_tokens`` by the
+budget manager. Tokens are estimated with :func:`npc_memory.context.text.estimate_tokens`;
+the joined text never exceeds ``max_tokens`` by that estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import msgspec
+
+from npc_memory.content.schema import ContextRules
+from npc_memory.context.text import estimate_tokens
+
+if TYPE_CHECKING:
+    from npc_memory.plugin import MemoryPlugin, NpcHandle, PlayerHandle
+
+SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True)
+class ContextRequest:
+    """What a provider may look at: the plugin, the NPC, the player, the player's message."""
+
+    plugin: MemoryPlugin
+    npc: NpcHandle
+    player: PlayerHandle
+    message: str
+
+
+class ContextProvider(Protocol):
+    """Renders one section of the context in at most ``budget`` estimated tokens
+    (``None`` or "" when it has nothing to say). ``name`` keys its share in the pack."""
+
+    name: str
+
+    def render(self, request: ContextRequest, budget: int) -> str | None: ...
+
+
+class PromptContext(msgspec.Struct, frozen=True, kw_only=True):
+    """The context for one NPC line: ``text`` (the sections joined), ``sections`` by
+    provider name, ``placeholders`` (``reputation``, ``npc``, ``player``, ``stage``, …)
+    and ``tokens``, the estimate of ``text``."""
+
+    text: str
+    sections: dict[str, str]
+    placeholders: dict[str, str]
+    tokens: int
+
+
+@dataclass
+class TokenBudget:
+    """Splits ``total`` tokens among providers: named shares first, the rest evenly."""
+
+    total: int
+    rules: ContextRules
+    budgets: dict[str, int] = field(default_factory=dict)
+
+    def split(self, providers: Sequence[ContextProvider]) -> dict[str, int]:
+        """Tokens for each provider (after the safety buffer and the separators)."""
+        usable = max(0, self.total - self.rules.safety_buffer - estimate_tokens(SEPARATOR) * len(providers))
+        shared = {p.name: self.rules.shares[p.name] for p in providers if p.name in self.rules.shares}
+        rest = [p.name for p in providers if p.name not in shared]
+        remainder = max(0.0, 1.0 - sum(shared.values()))
+        budgets = {name: int(usable * share) for name, share in shared.items()}
+        for name in rest:
+            budgets[name] = int(usable * remainder / len(rest))
+        self.budgets = budgets
+        return budgets
+
+
+def fit(lines: Sequence[str], budget: int, header: str = "") -> str:
+    """``header`` and as many of ``lines`` (in order) as fit in ``budget`` tokens; ""
+    if not even one line fits."""
+    text = header
+    for line in lines:
+        candidate = f"{text}\n{line}" if text else line
+        if estimate_tokens(candidate) > budget:
+            break
+        text = candidate
+    return text if text != header else ""
+
+
+def build(
+    request: ContextRequest,
+    providers: Sequence[ContextProvider],
+    max_tokens: int,
+    rules: ContextRules,
+    placeholders: dict[str, str],
+) -> PromptContext:
+    """Ask each provider for its section within its budget and join them."""
+    budgets = TokenBudget(max_tokens, rules).split(providers)
+    sections: dict[str, str] = {}
+    for provider in providers:
+        text = provider.render(request, budgets[provider.name])
+        if text:
+            sections[provider.name] = text
+    joined = SEPARATOR.join(sections.values())
+    while estimate_tokens(joined) > max_tokens and sections:  # a provider overspent: drop from the end
+        last = list(sections)[-1]
+        kept = sections[last].rsplit("\n", 1)[0] if "\n" in sections[last] else ""
+        if kept:
+            sections[last] = kept
+        else:
+            del sections[last]
+        joined = SEPARATOR.join(sections.values())
+    tokens = estimate_tokens(joined)
+    return PromptContext(text=joined, sections=sections, placeholders=placeholders, tokens=tokens)

@@ -1,0 +1,126 @@
+"""The built-in context providers: relationship, working memory, memories, knowledge."""
+
+from __future__ import annotations
+
+from npc_memory.clock import SECONDS_PER_DAY
+from npc_memory.components import Relationship, Stage
+from npc_memory.context.builder import ContextRequest, fit
+from npc_memory.rules import knowledge as knowledge_rules
+
+
+def stage_name(stage: Stage) -> str:
+    return stage.value.replace("_", " ")
+
+
+def attitude(rel: Relationship) -> str:
+    """How the NPC feels, in words, from the disposition."""
+    if rel.disposition > 0.5:
+        return "you regard them warmly"
+    if rel.disposition > 0.15:
+        return "you regard them positively"
+    if rel.disposition < -0.5:
+        return "you regard them with hostility"
+    if rel.disposition < -0.15:
+        return "you regard them negatively"
+    return "you have neutral feelings toward them"
+
+
+def reputation(rel: Relationship | None) -> str:
+    """The ``{reputation}`` placeholder: a label for how the NPC sees the player."""
+    if rel is None or (not rel.has_met and abs(rel.disposition) < 0.15):
+        return "stranger (no prior interaction)"
+    return f"{stage_name(rel.stage)} ({attitude(rel).removeprefix('you ')})"
+
+
+def age(now: float, then: float) -> str:
+    days = (now - then) / SECONDS_PER_DAY
+    if days < 1:
+        return "today"
+    if days < 2:
+        return "yesterday"
+    return f"{int(days)} days ago"
+
+
+class RelationshipProvider:
+    """Stage, attitude and the notable dimensions of the relationship."""
+
+    name = "relationship"
+
+    def render(self, request: ContextRequest, budget: int) -> str | None:
+        rel = request.npc.relationships.by_player.get(request.player.identity.key)
+        who = request.player.identity.name
+        if rel is None:
+            return fit([f"You have never dealt with {who}."], budget)
+        details = []
+        if rel.trust > 0.7:
+            details.append("trustworthy")
+        elif rel.trust < 0.3:
+            details.append("untrustworthy")
+        if rel.fear > 0.5:
+            details.append("intimidating")
+        if rel.respect > 0.7:
+            details.append("respectable")
+        detail = f" ({', '.join(details)})" if details else ""
+        count = rel.interaction_count
+        met = ", never met in person" if not count else ", met once" if count == 1 else f", met {count} times"
+        line = f"Relationship with {who}: {stage_name(rel.stage)}{met}; {attitude(rel)}{detail}."
+        return fit([line], budget)
+
+
+class WorkingMemoryProvider:
+    """The last conversations with the player, newest last."""
+
+    name = "working_memory"
+
+    def render(self, request: ContextRequest, budget: int) -> str | None:
+        recent = request.npc.working.recent.get(request.player.identity.key, [])
+        if not recent:
+            return None
+        now = request.plugin.clock.now
+        lines = [f"- {age(now, s.ended_at)}: {s.summary}" for s in recent]
+        return fit(lines, budget, header=f"Your recent conversations with {request.player.identity.name}:")
+
+
+class MemoryProvider:
+    """The memories most relevant to the player's message (recall: relevance × salience)."""
+
+    name = "memories"
+
+    def render(self, request: ContextRequest, budget: int) -> str | None:
+        plugin = request.plugin
+        recalled = plugin.recall(request.npc.entity, request.player.entity, request.message,
+                                 k=plugin.pack.context.recall_k)
+        if not recalled:
+            return fit([f"You have no specific memories of {request.player.identity.name}."], budget)
+        now = plugin.clock.now
+        lines = [f"- {m.content} ({age(now, m.created)})" for m in recalled]
+        return fit(lines, budget, header=f"What you remember of {request.player.identity.name}:")
+
+
+class KnowledgeProvider:
+    """What the NPC believes about the player, then the most important other news;
+    one belief per topic; shaky beliefs worded as hearsay."""
+
+    name = "knowledge"
+
+    def render(self, request: ContextRequest, budget: int) -> str | None:
+        plugin = request.plugin
+        now, rules = plugin.clock.now, plugin.pack.context
+        player = request.player.identity.key
+        held = knowledge_rules.believed(request.npc.knowledge, now)
+        # Facts drawn from this player's conversations repeat memories: the memory section has them.
+        about = [f for f in held if f.subject == player and f.source != "conversation"]
+        news = sorted((f for f in held if f.subject != player), key=lambda f: (-f.importance, -f.created))
+        lines = []
+        for fact in [*sorted(about, key=lambda f: -f.importance), *news]:
+            if fact.confidence < rules.uncertain_below:
+                lines.append(f"- I heard that {fact.content[0].lower()}{fact.content[1:]}, but I'm not sure.")
+            else:
+                lines.append(f"- {fact.content}")
+        if not lines:
+            return None
+        return fit(lines, budget, header="What you know:")
+
+
+DEFAULT_PROVIDERS = (RelationshipProvider(), WorkingMemoryProvider(), MemoryProvider(), KnowledgeProvider())
+"""The built-in providers, in the order their sections appear."""

@@ -1,0 +1,97 @@
+"""Relevance-ranked recall: BM25 over a pair's memories, combined with salience.
+
+score = relevance_weight × relevance + (1 − relevance_weight) × salience, where
+relevance is the memory's BM25 score for the query (content terms, tags counted
+twice) divided by the best score among the candidates, in [0, 1]. With no query
+terms, recall is by salience alone. A different scorer (for instance embeddings)
+plugs in behind :class:`Scorer`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Protocol
+
+from npc_memory.components.memory import Memory
+from npc_memory.context.text import terms
+
+
+class Scorer(Protocol):
+    """Scores documents (term counts) against query terms: higher is more relevant."""
+
+    def score(self, query: Sequence[str], documents: Sequence[Counter[str]]) -> list[float]: ...
+
+
+class BM25:
+    """Okapi BM25 with ``k1`` and ``b``; document frequencies from the candidates."""
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+
+    def score(self, query: Sequence[str], documents: Sequence[Counter[str]]) -> list[float]:
+        n = len(documents)
+        if not n or not query:
+            return [0.0] * n
+        lengths = [sum(d.values()) for d in documents]
+        average = sum(lengths) / n or 1.0
+        unique = set(query)
+        idf = {}
+        for term in unique:
+            df = sum(1 for d in documents if term in d)
+            idf[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
+        k1, b = self.k1, self.b
+        scores = []
+        for document, length in zip(documents, lengths, strict=True):
+            norm = k1 * (1.0 - b + b * length / average)
+            total = 0.0
+            for term in unique:
+                tf = document.get(term)
+                if tf:
+                    total += idf[term] * tf * (k1 + 1.0) / (tf + norm)
+            scores.append(total)
+        return scores
+
+
+class TermCache:
+    """Term counts of memory contents and tags, computed once per record (records are
+    immutable: an id's content never changes). Bounded; cleared when full."""
+
+    def __init__(self, limit: int = 500_000) -> None:
+        self.limit = limit
+        self._cache: dict[tuple[str, str], Counter[str]] = {}
+
+    def of(self, owner: str, memory: Memory) -> Counter[str]:
+        """The term counts of ``memory`` held by NPC ``owner``."""
+        key = (owner, memory.id)
+        counts = self._cache.get(key)
+        if counts is None:
+            if len(self._cache) >= self.limit:
+                self._cache.clear()
+            counts = Counter(terms(memory.content))
+            for tag in memory.tags:
+                counts.update(terms(tag) * 2)
+            self._cache[key] = counts
+        return counts
+
+
+def rank(
+    memories: Sequence[Memory],
+    saliences: Sequence[float],
+    documents: Sequence[Counter[str]],
+    query: Sequence[str],
+    scorer: Scorer,
+    relevance_weight: float,
+) -> list[tuple[float, Memory]]:
+    """(score, memory) pairs, best first (ties: newest first)."""
+    raw = scorer.score(query, documents)
+    best = max(raw, default=0.0)
+    weight = relevance_weight if best > 0.0 else 0.0
+    scored = [
+        (weight * (r / best if best else 0.0) + (1.0 - weight) * s, m.created, i)
+        for i, (r, s, m) in enumerate(zip(raw, saliences, memories, strict=True))
+    ]
+    scored.sort(reverse=True)
+    return [(score, memories[i]) for score, _, i in scored]
