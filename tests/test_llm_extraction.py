@@ -350,3 +350,26 @@ def test_episodes_wait_for_their_summary_and_are_asked_for_once(api: FakeMessage
     gate.set()
     tick_until(plugin, lambda: bool(plugin.memories("hilda", "alice", kind="semantic")))
     assert [m.content for m in plugin.memories("hilda", "alice", kind="semantic")] == ["Alice trades here often."]
+
+
+def test_reply_sends_the_prompt_and_returns_a_future(api: FakeMessagesAPI) -> None:
+    api.push(Reply(body=message(text="Aye, Alice. The sword you bought still holds its edge?")))
+    plugin = make_plugin(api)
+    plugin.remember("hilda", "alice", "Alice bought a sword", tags=["trade"])
+    future = plugin.reply("hilda", "alice", "Do you remember me?")
+    outcome = future.result(timeout=10)
+    assert outcome.text == "Aye, Alice. The sword you bought still holds its edge?" and outcome.failure is None
+    body = api.requests[0]["json"]
+    assert body["system"].startswith("You are Hilda, the village blacksmith.") and "Alice bought a sword" in body["system"]
+    assert body["messages"] == [{"role": "user", "content": "Do you remember me?"}]
+    deadline = time.monotonic() + 5
+    while plugin.extraction.limiter.spent_today != 1400 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the done-callback settles the budget on the worker thread
+    assert plugin.extraction.limiter.spent_today == 1400
+
+
+def test_reply_refused_by_the_budget_says_why(api: FakeMessagesAPI) -> None:
+    plugin = make_plugin(api, pack=llm_pack(npc_daily_tokens=100))
+    outcome = plugin.reply("hilda", "alice", "Hello").result(timeout=1)
+    assert outcome.text is None and outcome.failure and outcome.failure.startswith("budget: daily tokens for hilda")
+    assert api.requests == []

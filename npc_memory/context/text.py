@@ -26,7 +26,7 @@ STOP_WORDS = frozenset(
 )
 
 _SUFFIXES = ("ational", "ization", "fulness", "ousness", "iveness", "ations", "ation", "ness", "ment",
-             "ings", "ing", "ies", "ied", "ers", "er", "ed", "ly", "es", "s")
+             "ings", "ing", "ers", "er", "ed", "ly")
 
 
 IRREGULAR = {
@@ -41,18 +41,25 @@ IRREGULAR = {
 
 
 def stem(word: str) -> str:
-    """A light suffix-stripping stemmer ("haggling", "haggles" → "haggl") that folds
-    common irregular forms first ("bought" → "buy", "wolves" → "wolf")."""
+    """A light stemmer: folds common irregular forms ("bought" → "buy"), strips plural
+    and common suffixes and a final "e", so "price"/"prices" and
+    "haggle"/"haggles"/"haggled"/"haggling" meet."""
     if word.endswith("'s"):
         word = word[:-2]
     if word in IRREGULAR:
         return IRREGULAR[word]
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")) and len(word) > 4:
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        word = word[:-1]
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
-            if suffix in ("ies", "ied"):
-                word += "y"
             break
+    if len(word) > 4 and word.endswith("e"):
+        word = word[:-1]
     if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
         word = word[:-1]  # "stopped" → "stopp" → "stop"
     return word
