@@ -1460,11 +1460,14 @@ class MemoryPlugin:
 
     # ------------------------------------------------------------------ read path
 
-    def recall(self, npc: Ref, player: Ref | None, query: str = "", *, k: int = 5) -> list[Memory]:
+    def recall(
+        self, npc: Ref, player: Ref | None, query: str = "", *, k: int = 5, strengthen: bool = True
+    ) -> list[Memory]:
         """The ``k`` memories of ``npc`` about ``player`` (and world-scoped ones) best
         matching ``query``: relevance (BM25 over content and tags) combined with
         salience; salience alone for an empty query. Recalling a memory strengthens it:
-        its access count grows and its last access becomes now."""
+        its access count grows and its last access becomes now (``strengthen=False``
+        only looks, for previews and evaluation)."""
         handle = self._resolve_npc(npc)
         target = None if player is None else self._resolve_player(player)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
@@ -1480,18 +1483,21 @@ class MemoryPlugin:
             return []
         rules, now = self.pack.memory, self.clock.now
         span, retention = rules.recency_days, rules.intensity_retention
-        saliences = [memory_rules.salience(m, now, span, retention) for m in memories]
-        documents = [self._terms.of(owner, m) for m in memories]
+        saliences = memory_rules.saliences(memories, now, span, retention)
+        documents = self._terms.of_all(owner, memories)
         weight = self.pack.context.relevance_weight
         query_terms = text_rules.terms(query)
         ranked = recall_rules.rank(memories, saliences, documents, query_terms, self._scorer, weight)
+        if not strengthen:
+            return [memory for _, memory in ranked[:k]]
         recalled = []
         for _, memory in ranked[:k]:
             touched = msgspec.structs.replace(memory, access_count=memory.access_count + 1, last_accessed=now)
             for pair in pairs:
                 records: list[Any] = getattr(pair, kind_of(memory))
-                if memory in records:
-                    records[records.index(memory)] = touched
+                position = next((i for i, r in enumerate(records) if r is memory), None)
+                if position is not None:
+                    records[position] = touched
                     break
             recalled.append(touched)
         self._mark(owner)

@@ -136,3 +136,23 @@ def test_hostile_fires_exactly_once_per_crossing(trust_values: list[float]) -> N
             armed = True
     assert len(fired) == expected
     assert all(event.value < limit for event in fired)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(-1e7, 1e7), st.integers(0, 1000), st.booleans()),
+        max_size=20,
+    ),
+    st.floats(0, 1e8),
+)
+def test_batch_salience_equals_salience(records: list[tuple[float, float, float, int, bool]], now: float) -> None:
+    from npc_memory.components import EpisodicMemory
+    from npc_memory.rules.memory import salience, saliences
+
+    memories = [
+        EpisodicMemory(id=f"m{i}", content="x", importance=imp, intensity=inten, last_accessed=last,
+                       access_count=count, locked=locked)
+        for i, (imp, inten, last, count, locked) in enumerate(records)
+    ]
+    assert saliences(memories, now, 30.0, 0.1) == [salience(m, now, 30.0, 0.1) for m in memories]

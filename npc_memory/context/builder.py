@@ -8,7 +8,7 @@ the joined text never exceeds ``max_tokens`` by that estimate.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -74,9 +74,9 @@ class TokenBudget:
         return budgets
 
 
-def fit(lines: Sequence[str], budget: int, header: str = "") -> str:
-    """``header`` and as many of ``lines`` (in order) as fit in ``budget`` tokens; ""
-    if not even one line fits."""
+def fit(lines: Iterable[str], budget: int, header: str = "") -> str:
+    """``header`` and as many of ``lines`` (in order, consumed lazily) as fit in
+    ``budget`` tokens; "" if not even one line fits."""
     text = header
     for line in lines:
         candidate = f"{text}\n{line}" if text else line

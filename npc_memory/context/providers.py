@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import heapq
+
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import Relationship, Stage
 from npc_memory.context.builder import ContextRequest, fit
-from npc_memory.rules import knowledge as knowledge_rules
 
 
 def stage_name(stage: Stage) -> str:
@@ -107,18 +108,28 @@ class KnowledgeProvider:
         plugin = request.plugin
         now, rules = plugin.clock.now, plugin.pack.context
         player = request.player.identity.key
-        held = knowledge_rules.believed(request.npc.knowledge, now)
-        # Facts drawn from this player's conversations repeat memories: the memory section has them.
-        about = [f for f in held if f.subject == player and f.source != "conversation"]
-        news = sorted((f for f in held if f.subject != player), key=lambda f: (-f.importance, -f.created))
-        lines = []
-        for fact in [*sorted(about, key=lambda f: -f.importance), *news]:
-            if fact.confidence < rules.uncertain_below:
-                lines.append(f"- I heard that {fact.content[0].lower()}{fact.content[1:]}, but I'm not sure.")
-            else:
-                lines.append(f"- {fact.content}")
-        if not lines:
+        about, news = [], []
+        for fact in request.npc.knowledge.facts:
+            if not fact.believed or (fact.expires is not None and fact.expires <= now and not fact.locked):
+                continue
+            if fact.subject != player:
+                news.append(fact)
+            elif fact.source != "conversation":  # facts drawn from conversations repeat the memories shown
+                about.append(fact)
+        most = max(1, budget // 6)  # a line costs at least ~6 tokens: more could never fit
+        chosen = [
+            *heapq.nlargest(most, about, key=lambda f: (f.importance, f.created)),
+            *heapq.nlargest(most, news, key=lambda f: (f.importance, f.created)),
+        ]
+        if not chosen:
             return None
+        uncertain = rules.uncertain_below
+        lines = (
+            f"- I heard that {f.content[0].lower()}{f.content[1:]}, but I'm not sure."
+            if f.confidence < uncertain
+            else f"- {f.content}"
+            for f in chosen
+        )
         return fit(lines, budget, header="What you know:")
 
 

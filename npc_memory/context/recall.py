@@ -24,6 +24,12 @@ class Scorer(Protocol):
     def score(self, query: Sequence[str], documents: Sequence[Counter[str]]) -> list[float]: ...
 
 
+class Terms(Counter[str]):
+    """Term counts of one document, with their total (``length``) computed once."""
+
+    length: int = 0
+
+
 class BM25:
     """Okapi BM25 with ``k1`` and ``b``; document frequencies from the candidates."""
 
@@ -35,13 +41,16 @@ class BM25:
         n = len(documents)
         if not n or not query:
             return [0.0] * n
-        lengths = [sum(d.values()) for d in documents]
+        lengths = [d.length if isinstance(d, Terms) else sum(d.values()) for d in documents]
         average = sum(lengths) / n or 1.0
         unique = set(query)
-        idf = {}
-        for term in unique:
-            df = sum(1 for d in documents if term in d)
-            idf[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
+        frequency = dict.fromkeys(unique, 0)
+        for document in documents:
+            for term in unique:
+                if term in document:
+                    frequency[term] += 1
+        idf = {t: math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if df else 0.0 for t, df in frequency.items()}
+        unique = {t for t in unique if frequency[t]}
         k1, b = self.k1, self.b
         scores = []
         for document, length in zip(documents, lengths, strict=True):
@@ -61,20 +70,30 @@ class TermCache:
 
     def __init__(self, limit: int = 500_000) -> None:
         self.limit = limit
-        self._cache: dict[tuple[str, str], Counter[str]] = {}
+        self._cache: dict[str, dict[str, Terms]] = {}
+        self._size = 0
 
-    def of(self, owner: str, memory: Memory) -> Counter[str]:
-        """The term counts of ``memory`` held by NPC ``owner``."""
-        key = (owner, memory.id)
-        counts = self._cache.get(key)
-        if counts is None:
-            if len(self._cache) >= self.limit:
-                self._cache.clear()
-            counts = Counter(terms(memory.content))
-            for tag in memory.tags:
-                counts.update(terms(tag) * 2)
-            self._cache[key] = counts
-        return counts
+    def of_all(self, owner: str, memories: Sequence[Memory]) -> list[Terms]:
+        """The term counts of each of ``memories`` held by NPC ``owner``."""
+        cache = self._cache.get(owner)
+        if cache is None:
+            cache = self._cache[owner] = {}
+        out = []
+        for memory in memories:
+            counts = cache.get(memory.id)
+            if counts is None:
+                if self._size >= self.limit:
+                    self._cache.clear()
+                    self._size = 0
+                    cache = self._cache[owner] = {}
+                counts = Terms(terms(memory.content))
+                for tag in memory.tags:
+                    counts.update(terms(tag) * 2)
+                counts.length = sum(counts.values())
+                cache[memory.id] = counts
+                self._size += 1
+            out.append(counts)
+        return out
 
 
 def rank(

@@ -51,13 +51,32 @@ def salience(
     return value if value < 1.0 else 1.0
 
 
+def saliences(
+    memories: Sequence[Memory], now: float, recency_days: float = 30.0, intensity_retention: float = 0.0
+) -> list[float]:
+    """:func:`salience` of each of ``memories`` (the same numbers, computed in one pass)."""
+    exp, log1p, scale = math.exp, math.log1p, -1.0 / (SECONDS_PER_DAY * recency_days)
+    out = []
+    for m in memories:
+        if m.locked:
+            out.append(1.0)
+            continue
+        value = m.importance
+        age = now - m.last_accessed
+        if age > 0.0:
+            value *= exp(age * scale / (1.0 + intensity_retention * m.intensity))
+        if m.access_count:
+            value *= min(1.0 + 0.1 * log1p(m.access_count), ACCESS_BOOST_CAP)
+        out.append(value if value < 1.0 else 1.0)
+    return out
+
+
 def rank_by_salience(
     memories: Sequence[Memory], now: float, recency_days: float = 30.0, intensity_retention: float = 0.0
 ) -> list[Memory]:
     """``memories`` ordered by salience, highest first (ties: newest first)."""
-    scored = [
-        (salience(m, now, recency_days, intensity_retention), m.created, i) for i, m in enumerate(memories)
-    ]
+    values = saliences(memories, now, recency_days, intensity_retention)
+    scored = [(value, m.created, i) for i, (value, m) in enumerate(zip(values, memories, strict=True))]
     scored.sort(reverse=True)
     return [memories[i] for _, _, i in scored]
 
