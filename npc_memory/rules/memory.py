@@ -55,7 +55,7 @@ def saliences(
     memories: Sequence[Memory], now: float, recency_days: float = 30.0, intensity_retention: float = 0.0
 ) -> list[float]:
     """:func:`salience` of each of ``memories`` (the same numbers, computed in one pass)."""
-    exp, log1p, scale = math.exp, math.log1p, -1.0 / (SECONDS_PER_DAY * recency_days)
+    exp, log1p = math.exp, math.log1p
     out = []
     for m in memories:
         if m.locked:
@@ -63,8 +63,8 @@ def saliences(
             continue
         value = m.importance
         age = now - m.last_accessed
-        if age > 0.0:
-            value *= exp(age * scale / (1.0 + intensity_retention * m.intensity))
+        if age > 0.0:  # the very expression of salience(), so the numbers are identical
+            value *= exp(age / (-SECONDS_PER_DAY * (recency_days * (1.0 + intensity_retention * m.intensity))))
         if m.access_count:
             value *= min(1.0 + 0.1 * log1p(m.access_count), ACCESS_BOOST_CAP)
         out.append(value if value < 1.0 else 1.0)
