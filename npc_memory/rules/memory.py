@@ -64,7 +64,8 @@ def saliences(
         value = m.importance
         age = now - m.last_accessed
         if age > 0.0:  # the very expression of salience(), so the numbers are identical
-            value *= exp(age / (-SECONDS_PER_DAY * (recency_days * (1.0 + intensity_retention * m.intensity))))
+            span = recency_days * (1.0 + intensity_retention * m.intensity)
+            value *= exp(age / (-SECONDS_PER_DAY * span))
         if m.access_count:
             value *= min(1.0 + 0.1 * log1p(m.access_count), ACCESS_BOOST_CAP)
         out.append(value if value < 1.0 else 1.0)
