@@ -27,7 +27,6 @@ from npc_memory.clock import GameClock
 from npc_memory.components import (
     DIMENSIONS,
     MEMORY_KINDS,
-    SCOPES,
     VALENCES,
     EpisodicMemory,
     FactionMember,
@@ -48,7 +47,6 @@ from npc_memory.components import (
     Valence,
 )
 from npc_memory.components.knowledge import (
-    FACT_CATEGORIES,
     Fact,
     FactCategory,
     FactSource,
@@ -131,6 +129,16 @@ from npc_memory.systems.decay import ConsolidationSystem, DecaySystem, PairCurso
 from npc_memory.systems.extraction import ExtractionSystem
 from npc_memory.systems.gossip import GossipBoard, GossipSystem
 from npc_memory.systems.snapshot import SnapshotSystem, Snapshotter
+from npc_memory.validation import (
+    MAX_KEY_CHARS,
+    check_category,
+    check_positive,
+    check_room,
+    check_scope,
+    check_tags,
+    check_text,
+    check_unit,
+)
 from npc_memory.world import world_context
 
 if TYPE_CHECKING:
@@ -146,7 +154,6 @@ GAME_ONLY_TAGS = frozenset({"game-only", "game_only"})
 """Memories with these tags are game clues and are never stored."""
 
 MAX_CONTENT_CHARS = 2000
-MAX_KEY_CHARS = 128
 MAX_TURNS = 500
 RULES_CONFIDENCE = 0.7
 LLM_CONFIDENCE = 0.9
@@ -539,7 +546,7 @@ class MemoryPlugin:
             entity=0,
             identity=Identity(key=key, name=display),
             faction=FactionMember(faction=faction),
-            location=Location(room=_check_room(room)),
+            location=Location(room=check_room(room)),
             traits=traits,
             bank=MemoryBank() if saved is None else saved.bank,
             relationships=Relationships() if saved is None else saved.relationships,
@@ -611,7 +618,7 @@ class MemoryPlugin:
             entity=0,
             identity=Identity(key=key, name=display),
             faction=FactionMember(faction=faction),
-            location=Location(room=_check_room(room)),
+            location=Location(room=check_room(room)),
             profile=PlayerProfile(consent=bool(consent), anonymous=bool(anonymous)),
         )
         handle.entity = self._attach_components(
@@ -662,7 +669,7 @@ class MemoryPlugin:
         """Put an NPC or player in ``room`` (``None``: nowhere in particular)."""
         entity = self._resolve_entity(ref)
         handle: NpcHandle | PlayerHandle = self._npcs.get(entity) or self._players[entity]
-        room = _check_room(room)
+        room = check_room(room)
         if isinstance(handle, NpcHandle) and room != handle.location.room:
             self._board.leave(handle.identity.key, handle.location.room)
             self._board.enter(handle.identity.key, room)
@@ -740,18 +747,18 @@ class MemoryPlugin:
         self._check_installed()
         handle = self._resolve_npc(npc)
         target = None if player is None else self._resolve_player(player)
-        text = _check_text("content", content, MAX_CONTENT_CHARS)
-        tag_tuple = _check_tags(tags)
+        text = check_text("content", content, MAX_CONTENT_CHARS)
+        tag_tuple = check_tags(tags)
         if GAME_ONLY_TAGS.intersection(tag_tuple):
             raise PrivacyError("memories tagged 'game-only' are game clues and are never stored")
         if kind not in MEMORY_KINDS:
             raise InvalidArgumentError(f"kind must be one of {', '.join(MEMORY_KINDS)}, got {kind!r}")
         if valence not in VALENCES:
             raise InvalidArgumentError(f"valence must be one of {', '.join(VALENCES)}, got {valence!r}")
-        _check_unit("importance", importance)
-        _check_unit("confidence", confidence)
-        _check_unit("intensity", intensity)
-        resolved_scope = _check_scope(scope, target)
+        check_unit("importance", importance)
+        check_unit("confidence", confidence)
+        check_unit("intensity", intensity)
+        resolved_scope = check_scope(scope, target)
         if affect_relationship and target is None:
             raise InvalidArgumentError("affect_relationship needs a player, not a world-scoped memory")
         if kind != "procedural" and (pattern is not None or trigger is not None):
@@ -779,7 +786,7 @@ class MemoryPlugin:
             "last_accessed": now,
             "locked": bool(locked),
             "scope": resolved_scope,
-            "room": handle.location.room if room is None else _check_room(room),
+            "room": handle.location.room if room is None else check_room(room),
             "source_conversation": source_conversation,
         }
         pair = handle.bank.pair_for_write(key)
@@ -792,7 +799,7 @@ class MemoryPlugin:
         else:
             memory = ProceduralMemory(
                 id=memory_id,
-                pattern=text if pattern is None else _check_text("pattern", pattern, MAX_CONTENT_CHARS),
+                pattern=text if pattern is None else check_text("pattern", pattern, MAX_CONTENT_CHARS),
                 trigger=trigger or TriggerContext(),
                 **common,
             )
@@ -853,7 +860,7 @@ class MemoryPlugin:
         self._check_installed()
         handle, target = self._resolve_npc(npc), self._resolve_player(player)
         line = Turn(
-            _check_text("speaker", speaker, MAX_KEY_CHARS), _check_text("text", text, MAX_CONTENT_CHARS)
+            check_text("speaker", speaker, MAX_KEY_CHARS), check_text("text", text, MAX_CONTENT_CHARS)
         )
         pair = (handle.identity.key, target.identity.key)
         turns = self._conversations.setdefault(pair, [])
@@ -1015,17 +1022,17 @@ class MemoryPlugin:
         competing beliefs about the subject; ``expires_in`` in game seconds. Returns the
         keys of the witnesses (sorted)."""
         self._check_installed()
-        room_name = _check_text("room", room, MAX_KEY_CHARS)
-        text = _check_text("content", content, MAX_CONTENT_CHARS)
-        tag_tuple = _check_tags(tags)
+        room_name = check_text("room", room, MAX_KEY_CHARS)
+        text = check_text("content", content, MAX_CONTENT_CHARS)
+        tag_tuple = check_tags(tags)
         if GAME_ONLY_TAGS.intersection(tag_tuple):
             raise PrivacyError("facts tagged 'game-only' are game clues and are never stored")
-        _check_unit("importance", importance)
-        _check_unit("confidence", confidence)
+        check_unit("importance", importance)
+        check_unit("confidence", confidence)
         subject_key = None if subject is None else self._subject_key(subject)
-        _check_category(category)
+        check_category(category)
         if expires_in is not None:
-            _check_positive("expires_in", expires_in)
+            check_positive("expires_in", expires_in)
         witnesses = sorted(self._board.members.get(room_name, ()))
         for key in witnesses:
             handle = self._npcs[self._entities_by_key[key]]
@@ -1065,15 +1072,15 @@ class MemoryPlugin:
         stored fact, or ``None`` if the NPC already knew it."""
         self._check_installed()
         handle = self._resolve_npc(npc)
-        tag_tuple = _check_tags(tags)
-        text = _check_text("content", content, MAX_CONTENT_CHARS)
+        tag_tuple = check_tags(tags)
+        text = check_text("content", content, MAX_CONTENT_CHARS)
         if GAME_ONLY_TAGS.intersection(tag_tuple):
             raise PrivacyError("facts tagged 'game-only' are game clues and are never stored")
-        _check_unit("importance", importance)
-        _check_unit("confidence", confidence)
-        _check_category(category)
+        check_unit("importance", importance)
+        check_unit("confidence", confidence)
+        check_category(category)
         if expires_in is not None:
-            _check_positive("expires_in", expires_in)
+            check_positive("expires_in", expires_in)
         subject_key = None if subject is None else self._subject_key(subject)
         return self._learn(
             handle,
@@ -1104,7 +1111,7 @@ class MemoryPlugin:
 
     def _subject_key(self, subject: Ref) -> str:
         if isinstance(subject, str) and subject not in self._entities_by_key:
-            return _check_text("subject", subject, MAX_KEY_CHARS)  # a stored or absent player, or a name
+            return check_text("subject", subject, MAX_KEY_CHARS)  # a stored or absent player, or a name
         return self.key(subject)
 
     def _category_of(self, subject: str | None) -> FactCategory:
@@ -1544,7 +1551,7 @@ class MemoryPlugin:
         discuss, the context) and the message list for an Anthropic Messages call: the
         open conversation's lines, then ``message`` from the player."""
         handle, target = self._resolve_npc(npc), self._resolve_player(player)
-        text = _check_text("message", message, MAX_CONTENT_CHARS)
+        text = check_text("message", message, MAX_CONTENT_CHARS)
         context = self.context(npc, player, text, max_tokens=max_tokens)
         archetype = self.pack.archetypes.get(handle.traits.archetype or "")
         role = f", {archetype.role}" if archetype and archetype.role else ""
@@ -1769,10 +1776,10 @@ class MemoryPlugin:
             raise NotInstalledError(f"this npc_memory plugin was uninstalled from {self.world!r}")
 
     def _check_new_key(self, key: str, name: str | None) -> tuple[str, str]:
-        key = _check_text("key", key, MAX_KEY_CHARS)
+        key = check_text("key", key, MAX_KEY_CHARS)
         if key in self._entities_by_key:
             raise DuplicateKeyError(f"key {key!r} is already used by entity {self._entities_by_key[key]}")
-        display = key if name is None else _check_text("name", name, MAX_KEY_CHARS)
+        display = key if name is None else check_text("name", name, MAX_KEY_CHARS)
         return key, display
 
     def _check_faction(self, faction: str | None, key: str) -> None:
@@ -1938,65 +1945,3 @@ def _components_of(handle: NpcHandle | PlayerHandle) -> tuple[Any, ...]:
             handle.knowledge,
         )
     return (handle.identity, handle.faction, handle.location, handle.profile)
-
-
-def _check_text(field: str, value: str, limit: int) -> str:
-    if not isinstance(value, str):
-        raise InvalidArgumentError(f"{field} must be a string, got {value!r}")
-    text = value.strip()
-    if not text:
-        raise InvalidArgumentError(f"{field} must not be empty")
-    if len(text) > limit:
-        raise InvalidArgumentError(f"{field} is {len(text)} characters; the limit is {limit}")
-    return text
-
-
-def _check_room(room: str | None) -> str | None:
-    return None if room is None else _check_text("room", room, MAX_KEY_CHARS)
-
-
-def _check_category(category: str | None) -> None:
-    if category is not None and category not in FACT_CATEGORIES:
-        raise InvalidArgumentError(f"category must be one of {', '.join(FACT_CATEGORIES)}, got {category!r}")
-
-
-def _check_positive(field: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < math.inf:
-        raise InvalidArgumentError(f"{field} must be a positive number of game seconds, got {value!r}")
-
-
-def _check_unit(field: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise InvalidArgumentError(f"{field} must be a number in [0, 1], got {value!r}")
-
-
-def _check_tags(tags: Iterable[str]) -> tuple[str, ...]:
-    if isinstance(tags, str):
-        raise InvalidArgumentError(f"tags must be a list of strings, not the string {tags!r}")
-    seen: dict[str, None] = {}
-    for tag in tags:
-        seen[_check_text("tag", tag, 64).lower()] = None
-    return tuple(seen)
-
-
-def _check_scope(scope: Scope | None, player: PlayerHandle | None) -> Scope:
-    if scope is not None and scope not in SCOPES:
-        raise InvalidArgumentError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
-    if player is None:
-        if scope in ("player", "anon"):
-            raise PrivacyError(f"a world-scoped memory cannot have scope {scope!r}")
-        return scope or "session"
-    who = player.identity.key
-    if player.profile.anonymous:
-        if scope not in (None, "anon"):
-            raise PrivacyError(f"player {who!r} is anonymous: only 'anon' memories are allowed")
-        return "anon"
-    if scope == "anon":
-        raise PrivacyError(f"player {who!r} is identified; 'anon' is for anonymous participants")
-    if scope == "profile":
-        raise PrivacyError("'profile' memories are the NPC's own authored traits, not about a player")
-    if scope in ("player", "social") and not player.profile.consent:
-        raise PrivacyError(f"player {who!r} has not consented to {scope!r}-scoped memories")
-    if scope is None:
-        return "player" if player.profile.consent else "session"
-    return scope
