@@ -1023,16 +1023,10 @@ class MemoryPlugin:
         keys of the witnesses (sorted)."""
         self._check_installed()
         room_name = check_text("room", room, MAX_KEY_CHARS)
-        text = check_text("content", content, MAX_CONTENT_CHARS)
-        tag_tuple = check_tags(tags)
-        if GAME_ONLY_TAGS.intersection(tag_tuple):
-            raise PrivacyError("facts tagged 'game-only' are game clues and are never stored")
-        check_unit("importance", importance)
-        check_unit("confidence", confidence)
+        text, tag_tuple, topic = _fact_arguments(
+            content, tags, importance, confidence, category, topic, expires_in
+        )
         subject_key = None if subject is None else self._subject_key(subject)
-        check_category(category)
-        if expires_in is not None:
-            check_positive("expires_in", expires_in)
         witnesses = sorted(self._board.members.get(room_name, ()))
         for key in witnesses:
             handle = self._npcs[self._entities_by_key[key]]
@@ -1041,7 +1035,7 @@ class MemoryPlugin:
                 content=text,
                 category=category or self._category_of(subject_key),
                 subject=subject_key,
-                topic=topic or (tag_tuple[0] if tag_tuple else "general"),
+                topic=topic,
                 tags=tag_tuple,
                 confidence=float(confidence),
                 importance=float(importance),
@@ -1072,22 +1066,16 @@ class MemoryPlugin:
         stored fact, or ``None`` if the NPC already knew it."""
         self._check_installed()
         handle = self._resolve_npc(npc)
-        tag_tuple = check_tags(tags)
-        text = check_text("content", content, MAX_CONTENT_CHARS)
-        if GAME_ONLY_TAGS.intersection(tag_tuple):
-            raise PrivacyError("facts tagged 'game-only' are game clues and are never stored")
-        check_unit("importance", importance)
-        check_unit("confidence", confidence)
-        check_category(category)
-        if expires_in is not None:
-            check_positive("expires_in", expires_in)
+        text, tag_tuple, topic = _fact_arguments(
+            content, tags, importance, confidence, category, topic, expires_in
+        )
         subject_key = None if subject is None else self._subject_key(subject)
         return self._learn(
             handle,
             content=text,
             category=category or self._category_of(subject_key),
             subject=subject_key,
-            topic=topic or (tag_tuple[0] if tag_tuple else "general"),
+            topic=topic,
             tags=tag_tuple,
             confidence=float(confidence),
             importance=float(importance),
@@ -1920,6 +1908,30 @@ class MemoryPlugin:
             events.append(RelationshipStageChanged(old=change.old_stage, new=change.new_stage, **common))
         for event in events:
             self._publish(event)
+
+
+def _fact_arguments(
+    content: str,
+    tags: Iterable[str],
+    importance: float,
+    confidence: float,
+    category: str | None,
+    topic: str | None,
+    expires_in: float | None,
+) -> tuple[str, tuple[str, ...], str]:
+    """Checked content, tags and topic (default: the first tag) of a fact to learn."""
+    text = check_text("content", content, MAX_CONTENT_CHARS)
+    tag_tuple = check_tags(tags)
+    if GAME_ONLY_TAGS.intersection(tag_tuple):
+        raise PrivacyError("facts tagged 'game-only' are game clues and are never stored")
+    check_unit("importance", importance)
+    check_unit("confidence", confidence)
+    check_category(category)
+    if expires_in is not None:
+        check_positive("expires_in", expires_in)
+    if topic is not None:
+        return text, tag_tuple, check_text("topic", topic, MAX_KEY_CHARS)
+    return text, tag_tuple, tag_tuple[0] if tag_tuple else "general"
 
 
 def _same_habit(pair: PairMemories, memory: ProceduralMemory) -> ProceduralMemory | None:
