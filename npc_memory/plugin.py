@@ -13,7 +13,6 @@ import datetime
 import math
 import os
 import random
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,9 +90,9 @@ from npc_memory.events import (
 from npc_memory.extraction.model import ExtractionJob, ExtractionResult, SummaryOutcome, Turn
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.extraction.rules import summarize
+from npc_memory.maintenance import Maintenance
 from npc_memory.query import MemoryQuery
 from npc_memory.rules import consolidation as consolidation_rules
-from npc_memory.rules import decay as decay_rules
 from npc_memory.rules import knowledge as knowledge_rules
 from npc_memory.rules import memory as memory_rules
 from npc_memory.rules import relationships as rel_rules
@@ -259,22 +258,22 @@ def install(
         memory_rules_in_pack = loaded.memory
         plugin._attach(
             DecaySystem(
-                PairCursor(plugin.npcs, plugin._pairs_of),
+                PairCursor(plugin.npcs, plugin._maintenance.pairs_of),
                 plugin.clock,
                 loaded.budgets.decay_pairs_per_tick,
                 memory_rules_in_pack.decay_interval,
-                plugin._decay_pair,
+                plugin._maintenance.decay_pair,
             ),
             priority + DECAY_PRIORITY,
         )
         plugin._attach(
             ConsolidationSystem(
-                PairCursor(plugin.npcs, plugin._pairs_of),
+                PairCursor(plugin.npcs, plugin._maintenance.pairs_of),
                 plugin.clock,
                 loaded.budgets.consolidation_pairs_per_tick,
                 memory_rules_in_pack.decay_interval,
-                plugin._consolidate_pair,
-                poll=plugin._poll_summaries,
+                plugin._maintenance.consolidate_pair,
+                poll=plugin._maintenance.poll_summaries,
             ),
             priority + CONSOLIDATION_PRIORITY,
         )
@@ -399,7 +398,7 @@ class MemoryPlugin:
         self._pipeline: ExtractionPipeline | None = None
         self._conversations: dict[tuple[str, str], list[Turn]] = {}
         self._facts: dict[str, knowledge_rules.FactIndex] = {}
-        self._reserved: dict[str, set[str]] = {}
+        self._maintenance = Maintenance(self)
         self._terms = recall_rules.TermCache()
         self._scorer: recall_rules.Scorer = recall_rules.BM25()
         self._summaries: list[
@@ -459,8 +458,7 @@ class MemoryPlugin:
             self.save()
         except NpcMemoryError as exc:
             error = exc
-        for *_, future in self._summaries:
-            future.cancel()
+        self._maintenance.close()
         if self._pipeline is not None:
             self._pipeline.close()
         if self._writer is not None:
@@ -1287,164 +1285,7 @@ class MemoryPlugin:
             return True
         return False
 
-    # ------------------------------------------------------------------ maintenance
-
-    def _pairs_of(self, npc: str) -> list[str | None]:
-        entity = self._entities_by_key.get(npc)
-        if entity not in self._npcs:
-            return []
-        handle = self._npcs[entity]
-        players = set(handle.bank.players) | set(handle.relationships.by_player)
-        return [None, *sorted(players)]
-
-    def _decay_pair(self, npc: str, player: str | None) -> None:
-        """DecaySystem's work on one pair: forget faded episodes, enforce the caps, let
-        the relationship drift (player pairs), clean out expired facts (world pair)."""
-        entity = self._entities_by_key.get(npc)
-        if entity not in self._npcs:
-            return
-        handle = self._npcs[entity]
-        now, rules = self.clock.now, self.pack.memory
-        changed = False
-        pair = handle.bank.pair(player)
-        if pair is not None:
-            changed |= bool(decay_rules.forget_faded(pair, rules, now))
-            changed |= bool(decay_rules.enforce_caps(pair, rules, now))
-        if player is None:
-            kept = [f for f in handle.knowledge.facts if not knowledge_rules.is_expired(f, now)]
-            if len(kept) != len(handle.knowledge.facts):
-                handle.knowledge.facts[:] = kept
-                self._facts[npc] = knowledge_rules.FactIndex(handle.knowledge, self.pack.knowledge, now)
-                self._board.touch(handle.location.room)
-                changed = True
-        else:
-            rel = handle.relationships.by_player.get(player)
-            if rel is not None:
-                faction, entity_of_player = self._player_ref(player)
-                baseline = rel_rules.initial_relationship(self.pack, handle.faction.faction, faction)
-                before = rel.disposition
-                if decay_rules.drift(rel, baseline, rules.relationship_half_life_days, now):
-                    change = rel_rules.refresh(rel, self.pack.relationships)
-                    self._publish_change(handle, player, entity_of_player, rel, change)
-                    self._standing_changed(handle, player, faction, before, rel.disposition)
-                changed = True
-        if changed:
-            self._mark(npc)
-
-    def _consolidate_pair(self, npc: str, player: str | None) -> None:
-        """ConsolidationSystem's work on one pair: each cluster of old episodes sharing
-        a tag becomes a semantic memory (and a habit when they keep to one time of day);
-        unlocked source episodes are removed, locked ones kept. With an LLM configured
-        the summary is asked of it (same budgets and breaker as extraction) and applied
-        when it arrives; the rules summarise otherwise and on any failure."""
-        entity = self._entities_by_key.get(npc)
-        if player is None or entity not in self._npcs:
-            return
-        handle = self._npcs[entity]
-        pair = handle.bank.pair(player)
-        if pair is None:
-            return
-        reserved = self._reserved.setdefault(npc, set())
-        name = self._player_name(player)
-        for cluster in consolidation_rules.clusters(pair, self.pack.memory, self.clock.now, exclude=reserved):
-            if not self._ask_for_summary(handle, player, cluster):
-                self._apply_cluster(handle, player, cluster, consolidation_rules.summary(cluster, name))
-
-    def _ask_for_summary(self, handle: NpcHandle, player: str, cluster: consolidation_rules.Cluster) -> bool:
-        pipeline = self.extraction
-        worker = pipeline.worker
-        if worker is None:
-            return False
-        contents = [m.content for m in cluster.episodes]
-        request = worker.extractor.summary_request(
-            handle.identity.name, self._player_name(player), cluster.tag, contents, worker.max_tokens
-        )
-        estimate = len(str(request["messages"][0]["content"])) // 3 + 400
-        npc = handle.identity.key
-        refusal = pipeline.limiter.check(npc, estimate)
-        if refusal is None and not pipeline.breaker.allow():
-            refusal = "circuit open"
-        if refusal is not None:
-            reason = f"consolidation fallback: {refusal}"
-            pipeline.stats.fallbacks[reason] = pipeline.stats.fallbacks.get(reason, 0) + 1
-            return False
-        pipeline.limiter.reserve(npc, estimate)
-        pipeline.stats.llm_calls += 1
-        self._reserved.setdefault(npc, set()).update(m.id for m in cluster.episodes)
-        self._summaries.append((npc, player, cluster, estimate, worker.submit_summary(request)))
-        return True
-
-    def _poll_summaries(self) -> None:
-        if not self._summaries:
-            return
-        pipeline = self.extraction
-        waiting = []
-        for npc, player, cluster, estimate, future in self._summaries:
-            if not future.done():
-                waiting.append((npc, player, cluster, estimate, future))
-                continue
-            try:
-                outcome = future.result()
-            except BaseException as exc:  # a cancelled or crashed call is a failed call
-                outcome = SummaryOutcome(None, None, f"llm error: {type(exc).__name__}")
-            assert pipeline.worker is not None
-            cost = pipeline.worker.extractor.price.cost(outcome.usage) if outcome.usage else 0.0
-            pipeline.limiter.settle(npc, estimate, outcome.usage, cost)
-            pipeline.stats.tokens += outcome.usage.total if outcome.usage else 0
-            pipeline.stats.cost_usd += cost
-            text = outcome.text
-            if text is not None:
-                pipeline.breaker.record_success()
-            else:
-                pipeline.breaker.record_failure()
-                pipeline.stats.llm_failures += 1
-                reason = f"consolidation fallback: {outcome.failure}"
-                pipeline.stats.fallbacks[reason] = pipeline.stats.fallbacks.get(reason, 0) + 1
-                text = consolidation_rules.summary(cluster, self._player_name(player))
-            self._reserved.get(npc, set()).difference_update(m.id for m in cluster.episodes)
-            entity = self._entities_by_key.get(npc)
-            if entity in self._npcs:
-                self._apply_cluster(self._npcs[entity], player, cluster, text)
-        self._summaries = waiting
-
-    def _apply_cluster(
-        self, handle: NpcHandle, player: str, cluster: consolidation_rules.Cluster, content: str
-    ) -> None:
-        pair = handle.bank.pair(player)
-        held = {m.id for m in pair.episodic} if pair is not None else set()
-        episodes = [m for m in cluster.episodes if m.id in held]
-        if pair is None or len(episodes) < self.pack.memory.consolidate_min:
-            return  # forgotten or evicted while the summary was being written
-        importance = max(m.importance for m in episodes)
-        try:
-            self.remember(
-                handle.entity,
-                player,
-                content,
-                kind="semantic",
-                tags=(cluster.tag,),
-                importance=importance,
-                confidence=consolidation_rules.confidence(cluster),
-                valence=Counter(m.valence for m in episodes).most_common(1)[0][0],
-                source_episodes=[m.id for m in episodes],
-                scope=episodes[0].scope,
-            )
-            pattern = consolidation_rules.habit(cluster, self._player_name(player))
-            if pattern is not None:
-                self.remember(
-                    handle.entity,
-                    player,
-                    pattern,
-                    kind="procedural",
-                    tags=(cluster.tag,),
-                    importance=importance,
-                    trigger=TriggerContext(time_of_day=cluster.habit_time),
-                    scope=episodes[0].scope,
-                )
-        except (MemoryCapacityError, UnknownEntityError, PrivacyError):
-            return
-        consolidated = {m.id for m in episodes if not m.locked}
-        pair.episodic[:] = [m for m in pair.episodic if m.id not in consolidated]
+    # ------------------------------------------------------------------ names
 
     def _player_name(self, player: str) -> str:
         entity = self._entities_by_key.get(player)
