@@ -48,8 +48,6 @@ from npc_memory.components import (
 from npc_memory.components.knowledge import (
     Fact,
     FactCategory,
-    FactSource,
-    Hop,
     KnowledgeBase,
 )
 from npc_memory.components.memory import kind_of
@@ -79,17 +77,16 @@ from npc_memory.events import (
     Event,
     ExtractionDropped,
     FactionReputationShift,
-    FactLearned,
     MemoriesExtracted,
     MemoryMilestone,
     RelationshipStageChanged,
     RelationshipThresholdCrossed,
-    SecretLearned,
     SnapshotFailed,
 )
 from npc_memory.extraction.model import ExtractionJob, ExtractionResult, SummaryOutcome, Turn
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.extraction.rules import summarize
+from npc_memory.knowledge import Knowledge
 from npc_memory.maintenance import Maintenance
 from npc_memory.query import MemoryQuery
 from npc_memory.rules import consolidation as consolidation_rules
@@ -252,7 +249,9 @@ def install(
         plugin._attach(ClockSystem(plugin.clock, dt_source), priority + CLOCK_PRIORITY)
         plugin._attach_extraction(pipeline, priority + EXTRACTION_PRIORITY)
         plugin._attach(
-            GossipSystem(plugin._board, plugin.rng, loaded.budgets.gossip_exchanges_per_tick, plugin._gossip),
+            GossipSystem(
+                plugin._board, plugin.rng, loaded.budgets.gossip_exchanges_per_tick, plugin._knowledge.gossip
+            ),
             priority + GOSSIP_PRIORITY,
         )
         memory_rules_in_pack = loaded.memory
@@ -405,10 +404,11 @@ class MemoryPlugin:
             tuple[str, str, consolidation_rules.Cluster, int, concurrent.futures.Future[SummaryOutcome]]
         ] = []
         self._standing = FactionStanding(bands=list(pack.knowledge.reputation_bands))
+        self._knowledge = Knowledge(self)
         self._board = GossipBoard(
-            teller_weight=self._teller_weight,
-            listener_weight=self._listener_weight,
-            has_news=self._has_news,
+            teller_weight=self._knowledge.teller_weight,
+            listener_weight=self._knowledge.listener_weight,
+            has_news=self._knowledge.has_news,
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -572,7 +572,7 @@ class MemoryPlugin:
             self._standing.join(
                 handle.faction.faction, {p: r.disposition for p, r in handle.relationships.by_player.items()}
             )
-        self._learn_authored(handle)
+        self._knowledge.learn_authored(handle)
         if saved is None or (saved.name, saved.faction, saved.archetype) != (
             display,
             faction,
@@ -958,7 +958,7 @@ class MemoryPlugin:
                 continue
             ids.append(memory.id)
             if extracted.tags:
-                self._learn(
+                self._knowledge.learn(
                     handle,
                     content=memory.content,
                     category="player_trait",
@@ -1024,14 +1024,14 @@ class MemoryPlugin:
         text, tag_tuple, topic = _fact_arguments(
             content, tags, importance, confidence, category, topic, expires_in
         )
-        subject_key = None if subject is None else self._subject_key(subject)
+        subject_key = None if subject is None else self._knowledge.subject_key(subject)
         witnesses = sorted(self._board.members.get(room_name, ()))
         for key in witnesses:
             handle = self._npcs[self._entities_by_key[key]]
-            fact = self._learn(
+            fact = self._knowledge.learn(
                 handle,
                 content=text,
-                category=category or self._category_of(subject_key),
+                category=category or self._knowledge.category_of(subject_key),
                 subject=subject_key,
                 topic=topic,
                 tags=tag_tuple,
@@ -1043,7 +1043,7 @@ class MemoryPlugin:
                 origin=f"seen:{room_name}:{self.clock.now!r}:{text}",
             )
             if fact is not None and fact.believed:
-                self._hearsay(handle, fact, 1.0)
+                self._knowledge.hearsay(handle, fact, 1.0)
         return witnesses
 
     def learn_fact(
@@ -1067,11 +1067,11 @@ class MemoryPlugin:
         text, tag_tuple, topic = _fact_arguments(
             content, tags, importance, confidence, category, topic, expires_in
         )
-        subject_key = None if subject is None else self._subject_key(subject)
-        return self._learn(
+        subject_key = None if subject is None else self._knowledge.subject_key(subject)
+        return self._knowledge.learn(
             handle,
             content=text,
-            category=category or self._category_of(subject_key),
+            category=category or self._knowledge.category_of(subject_key),
             subject=subject_key,
             topic=topic,
             tags=tag_tuple,
@@ -1095,125 +1095,6 @@ class MemoryPlugin:
             if not knowledge_rules.is_expired(f, now) and (include_disbelieved or f.believed)
         ]
 
-    def _subject_key(self, subject: Ref) -> str:
-        if isinstance(subject, str) and subject not in self._entities_by_key:
-            return check_text("subject", subject, MAX_KEY_CHARS)  # a stored or absent player, or a name
-        return self.key(subject)
-
-    def _category_of(self, subject: str | None) -> FactCategory:
-        if subject is None:
-            return "world_event"
-        entity = self._entities_by_key.get(subject)
-        if entity in self._npcs:
-            return "npc_gossip"
-        return "player_trait"
-
-    def _learn(
-        self,
-        handle: NpcHandle,
-        *,
-        content: str,
-        category: FactCategory,
-        subject: str | None,
-        topic: str,
-        tags: tuple[str, ...],
-        confidence: float,
-        importance: float,
-        source: FactSource,
-        room: str | None,
-        origin: str | None = None,
-        source_memory: str | None = None,
-        hops: int = 0,
-        chain: tuple[Hop, ...] = (),
-        teller: str | None = None,
-        locked: bool = False,
-        expires_in: float | None = None,
-    ) -> Fact | None:
-        key = handle.identity.key
-        index = self._facts[key]
-        if origin is not None and origin in index.origins:
-            return None
-        now = self.clock.now
-        fact_id = f"f{handle.knowledge.next_id}"
-        fact = Fact(
-            id=fact_id,
-            origin=origin or f"{key}#{fact_id}",
-            content=content,
-            category=category,
-            subject=subject,
-            topic=topic,
-            tags=tags,
-            confidence=confidence,
-            importance=importance,
-            source=source,
-            source_memory=source_memory,
-            hops=hops,
-            chain=(*chain, Hop(teller=teller, listener=key, room=room, at=now, source=source)),
-            created=now,
-            expires=None if expires_in is None else now + expires_in,
-            locked=locked,
-        )
-        outcome = knowledge_rules.learn(handle.knowledge, fact, self.pack.knowledge, now)
-        if outcome.stored is None:
-            return None
-        handle.knowledge.next_id += 1
-        index.record(outcome, self.pack.knowledge, now)
-        self._board.touch(handle.location.room)
-        self._mark(key)
-        stored = outcome.stored
-        event_type = SecretLearned if "secret" in stored.tags else FactLearned
-        self._publish(
-            event_type(
-                game_time=now,
-                npc=key,
-                fact=stored.id,
-                origin=stored.origin,
-                subject=stored.subject,
-                topic=stored.topic,
-                source=stored.source,
-                teller=teller,
-                room=room,
-                confidence=stored.confidence,
-                believed=stored.believed,
-            )
-        )
-        return stored
-
-    def _learn_authored(self, handle: NpcHandle) -> None:
-        traits, faction = handle.traits, handle.faction.faction
-        for number, authored in enumerate(self.pack.knowledge.facts):
-            selectors = (authored.npcs, authored.archetypes, authored.factions)
-            if any(selectors) and not (
-                handle.identity.key in authored.npcs
-                or traits.archetype in authored.archetypes
-                or faction in authored.factions
-            ):
-                continue
-            self._learn(
-                handle,
-                content=authored.content,
-                category=authored.category,
-                subject=authored.subject,
-                topic=authored.topic or (authored.tags[0] if authored.tags else "general"),
-                tags=tuple(authored.tags),
-                confidence=authored.confidence,
-                importance=authored.importance,
-                source="authored",
-                room=handle.location.room,
-                locked=authored.locked,
-                origin=f"pack:{self.pack.pack.name}:{number}",
-            )
-
-    def _hearsay(self, handle: NpcHandle, fact: Fact, factor: float) -> None:
-        """Reputation: a fact about a player moves the NPC's relationship with them."""
-        if fact.subject is None or self._category_of(fact.subject) != "player_trait":
-            return
-        scale = factor * fact.confidence
-        rules = self.pack.relationships
-        deltas = rel_rules.memory_deltas(fact.tags, fact.importance, 0.5, "neutral", rules, scale)
-        if deltas:
-            self._change_relationship_of(handle, fact.subject, deltas)
-
     def _check_milestone(self, handle: NpcHandle, player: str, count: int) -> None:
         reached = handle.bank.milestones.get(player, 0)
         passed = [m for m in self.pack.knowledge.memory_milestones if reached < m <= count]
@@ -1227,63 +1108,6 @@ class MemoryPlugin:
                 count=count,
             )
             self._publish(milestone)
-
-    def _teller_weight(self, key: str) -> float:
-        traits = self._npcs[self._entities_by_key[key]].traits
-        return traits.sociability * traits.gossip_drive + 0.01
-
-    def _listener_weight(self, key: str) -> float:
-        return self._npcs[self._entities_by_key[key]].traits.sociability + 0.01
-
-    def _has_news(self, key: str) -> bool:
-        return self._facts[key].has_news(self.pack.knowledge, self.clock.now)
-
-    def _gossip(self, room: str, teller_key: str, listener_key: str) -> bool:
-        """One exchange: ``teller`` tells ``listener`` a fact it does not know yet."""
-        rules = self.pack.knowledge
-        teller = self._npcs[self._entities_by_key[teller_key]]
-        listener = self._npcs[self._entities_by_key[listener_key]]
-        index, heard = self._facts[teller_key], self._facts[listener_key]
-        if not index.shareable:
-            return False
-        now = self.clock.now
-        for _ in range(4):
-            fact = index.by_id.get(index.shareable[int(self.rng.random() * len(index.shareable))])
-            if fact is None or not knowledge_rules.is_shareable(fact, rules, now):
-                continue
-            if fact.origin in heard.origins or any(
-                listener_key in (hop.teller, hop.listener) for hop in fact.chain
-            ):
-                continue
-            if fact.category == "faction_intel" and self.rng.random() > teller.traits.faction_loyalty:
-                continue
-            attitude = self.pack.attitude(listener.faction.faction, teller.faction.faction)
-            trust = rel_rules.clamp(
-                0.5 + 0.5 * listener.traits.credulity + self.pack.relationships.attitude_modifiers[attitude]
-            )
-            learned = self._learn(
-                listener,
-                content=fact.content,
-                category=fact.category,
-                subject=fact.subject,
-                topic=fact.topic,
-                tags=fact.tags,
-                confidence=max(0.0, fact.confidence - rules.hop_decay) * trust,
-                importance=fact.importance,
-                source="gossip",
-                room=room,
-                origin=fact.origin,
-                hops=fact.hops + 1,
-                chain=fact.chain,
-                teller=teller_key,
-                expires_in=None if fact.expires is None else fact.expires - now,
-            )
-            if learned is None:
-                continue
-            if learned.believed:
-                self._hearsay(listener, learned, rules.hearsay_factor)
-            return True
-        return False
 
     # ------------------------------------------------------------------ names
 

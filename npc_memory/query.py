@@ -79,7 +79,7 @@ class MemoryQuery:
         """What ``npc`` believes about ``subject`` (an NPC or player, or a subject key):
         one held belief per topic, the competing ones left out."""
         plugin = self._plugin
-        key = plugin._subject_key(subject)
+        key = plugin._knowledge.subject_key(subject)
         return [f for f in plugin.facts(npc) if f.subject == key]
 
     def why(self, npc: Ref, fact_id: str) -> str:
