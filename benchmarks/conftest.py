@@ -12,6 +12,19 @@ from npc_memory import SECONDS_PER_DAY
 from npc_memory.plugin import _INSTALLED
 
 
+def uninstall_all() -> None:
+    for name in list(_INSTALLED):
+        npc_memory.uninstall(name)
+    esper.switch_world("default")
+
+
+@pytest.fixture
+def cleanup() -> Iterator[None]:
+    """Uninstall every plugin a benchmark installed and return to the default world."""
+    yield
+    uninstall_all()
+
+
 @pytest.fixture
 def full_pair() -> Iterator[npc_memory.MemoryPlugin]:
     """Hilda holds 200 episodic, 50 semantic and 20 procedural memories of Alice,
@@ -33,7 +46,5 @@ def full_pair() -> Iterator[npc_memory.MemoryPlugin]:
                 locked=i % 10 == 0,
             )
     yield plugin
-    for name in list(_INSTALLED):
-        npc_memory.uninstall(name)
-    esper.switch_world("default")
+    uninstall_all()
     esper.delete_world("bench")

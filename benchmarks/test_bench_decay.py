@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import esper
@@ -12,14 +11,6 @@ import pytest
 import npc_memory
 from npc_memory.components import EpisodicMemory, PairMemories
 from npc_memory.systems.decay import DecaySystem
-
-
-@pytest.fixture
-def cleanup() -> Iterator[None]:
-    yield
-    for name in list(npc_memory.plugin._INSTALLED):
-        npc_memory.uninstall(name)
-    esper.switch_world("default")
 
 
 def world(npcs: int, players: int = 20, memories: int = 50) -> npc_memory.MemoryPlugin:

@@ -15,6 +15,7 @@ import esper
 import pytest
 
 import npc_memory
+from benchmarks.conftest import uninstall_all
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.extraction.model import ExtractionJob, Turn
 from npc_memory.extraction.rules import RuleBasedExtractor
@@ -51,8 +52,7 @@ def gated_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeMessagesAPI
     api.start()
     yield api, gate
     gate.set()
-    for name in list(npc_memory.plugin._INSTALLED):
-        npc_memory.uninstall(name)
+    uninstall_all()
     api.stop()
 
 

@@ -3,7 +3,6 @@ is the only part proportional to what changed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import esper
@@ -14,13 +13,6 @@ from npc_memory.systems.gossip import GossipSystem
 
 ARCHETYPES = ["innkeeper", "bard", "guard", "merchant", "farmer", "priest", "blacksmith", "healer"]
 
-
-@pytest.fixture
-def cleanup() -> Iterator[None]:
-    yield
-    for name in list(npc_memory.plugin._INSTALLED):
-        npc_memory.uninstall(name)
-    esper.switch_world("default")
 
 
 def gossiping_world(npcs: int) -> npc_memory.MemoryPlugin:

@@ -39,12 +39,6 @@ def scale(benchmark: Any, full: int, smoke: int) -> int:
     return smoke if benchmark.disabled else full
 
 
-@pytest.fixture
-def cleanup() -> Any:
-    yield
-    for name in list(npc_memory.plugin._INSTALLED):
-        npc_memory.uninstall(name)
-
 
 @pytest.mark.parametrize("world_size", [1_000, 10_000])
 def test_snapshot_10_dirty_npcs(benchmark: Any, tmp_path: Path, world_size: int, cleanup: None) -> None:
