@@ -1,10 +1,10 @@
-"""Text normalisation for lexical retrieval: tokens, stop words, a light stemmer, and
-the token estimate every budget in the read path uses."""
+"""Text normalisation for lexical retrieval: tokens, stop words and a light stemmer."""
 
 from __future__ import annotations
 
-import math
 import re
+
+from npc_memory.rules.tokens import estimate_tokens
 
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -69,8 +69,4 @@ def terms(text: str) -> list[str]:
     """The normalised terms of ``text``: lower-cased words, stop words removed, stemmed."""
     return [stem(t) for t in TOKEN.findall(text.lower()) if t not in STOP_WORDS]
 
-
-def estimate_tokens(text: str) -> int:
-    """Estimated LLM tokens of ``text``: one per four characters, rounded up. Every
-    token budget of the read path is measured with this estimate."""
-    return math.ceil(len(text) / 4)
+__all__ = ["STOP_WORDS", "estimate_tokens", "stem", "terms"]
