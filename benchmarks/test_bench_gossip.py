@@ -33,17 +33,18 @@ def gossip_system() -> GossipSystem:
 
 @pytest.mark.parametrize("npcs", [100, 1_000, 10_000])
 def test_gossip_tick(benchmark: Any, npcs: int, cleanup: None) -> None:
-    plugin = gossiping_world(npcs if not benchmark.disabled else 100)
+    gossiping_world(npcs if not benchmark.disabled else 100)
     esper.switch_world("bench")
     system = gossip_system()
-    plugin._board.refresh()
+    system.board.refresh()
     benchmark.pedantic(system.process, rounds=500 if not benchmark.disabled else 3, iterations=1)
     assert system.exchanges > 0
 
 
 def test_board_rebuild_10k(benchmark: Any, cleanup: None) -> None:
-    plugin = gossiping_world(10_000 if not benchmark.disabled else 100)
-    board = plugin._board
+    gossiping_world(10_000 if not benchmark.disabled else 100)
+    esper.switch_world("bench")
+    board = gossip_system().board
 
     def rebuild_everything() -> None:
         board.dirty.update(board.members)

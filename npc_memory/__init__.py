@@ -5,7 +5,6 @@
 """
 
 from npc_memory import events
-from npc_memory.bus import Subscription
 from npc_memory.clock import SECONDS_PER_DAY, GameClock
 from npc_memory.components import (
     EpisodicMemory,
@@ -42,6 +41,7 @@ from npc_memory.plugin import (
     uninstall,
 )
 from npc_memory.query import MemoryQuery
+from npc_memory.state import Subscription
 
 __version__ = "0.1.0"
 

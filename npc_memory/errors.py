@@ -56,17 +56,26 @@ class VersionConflictError(NpcMemoryError):
     """An optimistic-concurrency update saw a different relationship version."""
 
 
-class EventHandlerError(NpcMemoryError):
-    """One or more event handlers raised; every handler still ran.
+class EventHandlerError(ExceptionGroup, NpcMemoryError):
+    """One or more event handlers raised; every handler still ran, every event was
+    delivered and every change stayed applied.
 
-    ``errors`` holds the exceptions in handler order; the first is the ``__cause__``.
+    An ``ExceptionGroup``: ``exceptions`` (also ``errors``) holds what the handlers
+    raised, in delivery order, so ``except* SomeError`` works; the first is the
+    ``__cause__``.
     """
 
-    def __init__(self, errors: list[BaseException]) -> None:
-        self.errors = errors
-        super().__init__(
-            f"{len(errors)} event handler(s) raised; first: {errors[0]!r}"
-        )
+    def __new__(cls, errors: list[Exception]) -> EventHandlerError:
+        first = errors[0]
+        return super().__new__(cls, f"{len(errors)} event handler(s) raised; first: {first!r}", errors)
+
+    def __init__(self, errors: list[Exception]) -> None:
+        super().__init__(f"{len(errors)} event handler(s) raised; first: {errors[0]!r}", errors)
+
+    @property
+    def errors(self) -> tuple[Exception, ...]:
+        """What the handlers raised, in delivery order."""
+        return tuple(self.exceptions)
 
 
 class StoreError(NpcMemoryError):

@@ -2,30 +2,39 @@
 
 Every answer reads components in memory: O(1), or O(memories of one pair) for the
 memory questions and O(facts of one NPC) for the knowledge questions. Asking never
-changes anything.
+changes anything. NPCs and players may be live, or (by key) only in the store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import DIMENSIONS, Fact, Memory, Stage
 from npc_memory.components.relationship import Dimension, Relationship
 from npc_memory.errors import InvalidArgumentError, UnknownEntityError
-
-if TYPE_CHECKING:
-    from npc_memory.plugin import MemoryPlugin, Ref
+from npc_memory.services import KnowledgeService, RelationshipService, Resolver
+from npc_memory.state import Ref
 
 
 class MemoryQuery:
     """``plugin.query``: answers about one NPC and one player (entities or keys)."""
 
-    __slots__ = ("_plugin",)
+    __slots__ = ("_knowledge", "_relationships", "_resolve")
 
-    def __init__(self, plugin: MemoryPlugin) -> None:
-        self._plugin = plugin
+    def __init__(self, resolver: Resolver, relationships: RelationshipService, knowledge: KnowledgeService):
+        self._resolve = resolver
+        self._relationships = relationships
+        self._knowledge = knowledge
+
+    def standing(self, faction: str, player: Ref) -> float:
+        """The standing of ``player`` with ``faction``: the average disposition of the
+        faction's live NPCs towards them, in [-1, 1] (an NPC with no history counts
+        with its starting disposition)."""
+        if not isinstance(faction, str) or faction not in self._relationships.state.pack.factions:
+            raise InvalidArgumentError(f"unknown faction {faction!r}")
+        key = self._resolve.player(player, stored=True).identity.key
+        return self._relationships.standing_of(faction, key)
 
     def trust(self, npc: Ref, player: Ref) -> float:
         """How much ``npc`` trusts ``player``, in [0, 1]."""
@@ -73,20 +82,18 @@ class MemoryQuery:
     def knows(self, npc: Ref, tag: str) -> bool:
         """Whether ``npc`` believes any fact tagged ``tag`` (expired facts do not count)."""
         tag = tag.lower()
-        return any(tag in f.tags for f in self._plugin.facts(npc))
+        return any(tag in f.tags for f in self._knowledge.facts(self._resolve.npc(npc, stored=True)))
 
     def beliefs_about(self, npc: Ref, subject: Ref) -> list[Fact]:
         """What ``npc`` believes about ``subject`` (an NPC or player, or a subject key):
         one held belief per topic, the competing ones left out."""
-        plugin = self._plugin
-        key = plugin._knowledge.subject_key(subject)
-        return [f for f in plugin.facts(npc) if f.subject == key]
+        key = self._resolve.subject(subject)
+        return [f for f in self._knowledge.facts(self._resolve.npc(npc, stored=True)) if f.subject == key]
 
     def why(self, npc: Ref, fact_id: str) -> str:
         """How ``npc`` came to know fact ``fact_id``: its provenance chain as text, most
         recent step first, with game days and hours."""
-        plugin = self._plugin
-        handle = plugin._resolve_npc(npc)
+        handle = self._resolve.npc(npc, stored=True)
         fact = next((f for f in handle.knowledge.facts if f.id == fact_id), None)
         if fact is None:
             raise UnknownEntityError(f"NPC {handle.identity.key!r} has no fact {fact_id!r}")
@@ -97,9 +104,9 @@ class MemoryQuery:
             if hop.teller is None:
                 how = {"observation": "saw it", "conversation": "heard it from the player",
                        "authored": "has always known it"}.get(hop.source, "learned it")
-                steps.append(f"{_name(plugin, hop.listener)} {how}{where} ({when})")
+                steps.append(f"{self._name(hop.listener)} {how}{where} ({when})")
             else:
-                teller, listener = _name(plugin, hop.teller), _name(plugin, hop.listener)
+                teller, listener = self._name(hop.teller), self._name(hop.listener)
                 steps.append(f"{teller} told {listener}{where} ({when})")
         status = "believed"
         if not fact.believed:
@@ -107,25 +114,24 @@ class MemoryQuery:
         return f'"{fact.content}" (confidence {fact.confidence:.2f}, {status}): ' + " <- ".join(steps)
 
     def _relationship(self, npc: Ref, player: Ref) -> Relationship:
-        plugin = self._plugin
-        return plugin._peek_relationship(plugin._resolve_npc(npc), plugin._resolve_player(player))
+        handle = self._resolve.npc(npc, stored=True)
+        target = self._resolve.player(player, stored=True)
+        return self._relationships.peek(handle, target.identity.key, target.faction.faction)
 
     def _memories(self, npc: Ref, player: Ref | None) -> list[Memory]:
-        plugin = self._plugin
-        handle = plugin._resolve_npc(npc)
-        key = None if player is None else plugin._resolve_player(player).identity.key
+        handle = self._resolve.npc(npc, stored=True)
+        key = None if player is None else self._resolve.player(player, stored=True).identity.key
         pair = handle.bank.pair(key)
         return [] if pair is None else pair.all()
+
+    def _name(self, key: str) -> str:
+        try:
+            return self._resolve.state.registry.handle(key).identity.name
+        except UnknownEntityError:
+            return key
 
 
 def _when(game_time: float) -> str:
     day = int(game_time // SECONDS_PER_DAY) + 1
     seconds = int(game_time % SECONDS_PER_DAY)
     return f"day {day} {seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
-
-
-def _name(plugin: MemoryPlugin, key: str) -> str:
-    entity = plugin._entities_by_key.get(key)
-    if entity is None:
-        return key
-    return plugin.npc(entity).identity.name if entity in plugin._npcs else plugin.player(entity).identity.name

@@ -117,7 +117,7 @@ def test_decay_runs_once_per_game_day_within_its_budget() -> None:
     plugin = npc_memory.install(world="d", pack=validate_pack(data), time_scale=HOUR)
     for i in range(3):
         plugin.add_npc(key=f"n{i}")
-    decay = next(p for p in plugin._processors if type(p).__name__ == "DecaySystem")
+    decay = next(p for p in plugin.processors if type(p).__name__ == "DecaySystem")
     tick("d", 20)
     assert decay.cursor.cycles == 1  # 3 world pairs at 2 per tick: done in 2 ticks, then it waits a day
     assert decay.cursor.last_cycle_seconds == HOUR  # the cycle took one tick after the start, 1 game hour

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import npc_memory
 from npc_memory.components import Fact
 from npc_memory.events import FactLearned, Hostile, SecretLearned
+from npc_memory.systems.gossip import GossipSystem
 
 from .conftest import reset_esper, tick
 
@@ -71,7 +72,7 @@ def test_rooms_are_rebuilt_only_when_something_changes() -> None:
     plugin = village()
     plugin.observe(room="tavern", content="A storm is coming", importance=0.8)
     tick("g")
-    board = plugin._board
+    board = next(p for p in plugin.processors if isinstance(p, GossipSystem)).board
     rebuilds = board.rebuilds
     plugin.learn_fact("brandt", "Quiet night", importance=0.1)  # alone in the barracks: nothing to rebuild
     tick("g", 20)

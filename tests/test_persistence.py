@@ -21,6 +21,7 @@ from npc_memory.errors import StoreError
 from npc_memory.events import Event, Hostile, SnapshotFailed
 from npc_memory.store import AuditEntry, EncodedDocument, Store, StoreContents, StoreMeta, TinyDBStore
 from npc_memory.store.tinydb_store import file_name
+from npc_memory.systems.snapshot import SnapshotSystem
 
 from .conftest import reset_esper, tick
 
@@ -179,17 +180,17 @@ def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path) 
     for i in range(5):
         plugin.add_npc(key=f"npc{i}")
     tick("w", 9)  # before the interval: nothing written
-    plugin._writer.drain()  # type: ignore[union-attr]
+    plugin.flush()
     assert writes == []
     tick("w", 1)  # interval reached: a round starts, 2 documents per tick
     tick("w", 2)
-    plugin._writer.drain()  # type: ignore[union-attr]
+    plugin.flush()
     assert writes == [["npc0", "npc1"], ["npc2", "npc3"], ["npc4"]]
     assert store.metas[-1].clock == 12.0 and store.metas[-1].snapshots == 1
     # Only what changed is written in the next round.
     plugin.remember("npc3", None, "rain")
     tick("w", 10)
-    plugin._writer.drain()  # type: ignore[union-attr]
+    plugin.flush()
     assert writes[3:] == [["npc3"]]
     npc_memory.uninstall("w")
 
@@ -203,7 +204,8 @@ def test_the_tick_never_waits_for_the_disk(tmp_path: Path) -> None:
         plugin.add_npc(key=f"npc{i}")
     tick("w", 20)  # the store is blocked: ticks return regardless
     assert writes == []
-    assert plugin._writer.in_flight <= 4  # type: ignore[union-attr]  # encoding pauses while the writer is behind
+    snapshot = next(p for p in plugin.processors if isinstance(p, SnapshotSystem))
+    assert snapshot.persistence.in_flight <= 4  # encoding pauses while the writer is behind
     gate.set()
     npc_memory.uninstall("w")  # flushes everything
     assert sorted(k for batch in writes for k in batch) == sorted(f"npc{i}" for i in range(12))
@@ -217,7 +219,7 @@ def test_failed_writes_are_reported_and_retried(tmp_path: Path) -> None:
     plugin.on(SnapshotFailed, failures.append)
     plugin.add_npc(key="hilda")
     tick("w", 1)
-    plugin._writer.drain()  # type: ignore[union-attr]
+    plugin.flush()
     tick("w", 1)  # the failure is noticed on the next tick and hilda is queued again
     assert [f.error for f in failures] == ["disk full"]
     plugin.save()

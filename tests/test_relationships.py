@@ -63,7 +63,8 @@ def test_adjust_clamps_and_bumps_the_version(village: Village) -> None:
     p = village.plugin
     rel = p.adjust_relationship("hilda", "alice", trust=5.0, fear=-2.0, romantic_interest=0.25)
     assert (rel.trust, rel.fear, rel.romantic_interest, rel.version) == (1.0, 0.0, 0.25, 1)
-    rel.trust = 0.0  # a copy: the live relationship is untouched
+    with pytest.raises(AttributeError):
+        rel.trust = 0.0  # type: ignore[misc]  # relationships are read-only: change them through the facade
     assert p.query.trust("hilda", "alice") == 1.0
     assert p.adjust_relationship("hilda", "alice", expected_version=1, trust=-0.5).version == 2
 

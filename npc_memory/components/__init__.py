@@ -1,5 +1,6 @@
 """ECS components: pure data attached once per NPC or player, then mutated in place."""
 
+from npc_memory.components.handles import Handle, NpcHandle, PlayerHandle
 from npc_memory.components.identity import (
     FactionMember,
     Identity,
@@ -40,7 +41,7 @@ from npc_memory.components.relationship import (
     Relationships,
     Stage,
 )
-from npc_memory.components.working import ConversationSummary, WorkingMemory
+from npc_memory.components.working import ConversationSummary, Turn, WorkingMemory
 
 __all__ = [
     "DIMENSIONS",
@@ -55,6 +56,7 @@ __all__ = [
     "FactCategory",
     "FactSource",
     "FactionMember",
+    "Handle",
     "Hop",
     "Identity",
     "KnowledgeBase",
@@ -63,8 +65,10 @@ __all__ = [
     "MemoryBank",
     "MemoryKind",
     "MemoryRecord",
+    "NpcHandle",
     "NpcTraits",
     "PairMemories",
+    "PlayerHandle",
     "PlayerProfile",
     "ProceduralMemory",
     "Relationship",
@@ -74,6 +78,7 @@ __all__ = [
     "SemanticMemory",
     "Stage",
     "TriggerContext",
+    "Turn",
     "Valence",
     "WorkingMemory",
     "kind_of",

@@ -31,8 +31,8 @@ class Stage(StrEnum):
     TRUSTED_ALLY = "trusted_ally"
 
 
-class Relationship(msgspec.Struct, kw_only=True):
-    """How one NPC regards one player.
+class Relationship(msgspec.Struct, frozen=True, kw_only=True):
+    """How one NPC regards one player (frozen: a change replaces the record).
 
     Dimensions are in [0, 1]; ``disposition`` in [-1, 1] summarises them. Times are
     game seconds (``None`` before the first interaction). ``version`` grows by one
@@ -69,6 +69,8 @@ class Relationship(msgspec.Struct, kw_only=True):
 
 
 class Relationships(msgspec.Struct, kw_only=True):
-    """Every relationship of one NPC, by player key."""
+    """Every relationship of one NPC, by player key (read-only for the game: change
+    relationships through the facade, which keeps stages, thresholds, events, faction
+    standing and snapshots in step)."""
 
     by_player: dict[str, Relationship] = msgspec.field(default_factory=dict)

@@ -11,6 +11,13 @@ EXTRACTED_IDS = 256
 """Recently extracted conversation ids kept per NPC (extraction is idempotent per id)."""
 
 
+class Turn(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """One line of a conversation: who spoke (display name) and what they said."""
+
+    speaker: str
+    text: str
+
+
 class ConversationSummary(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """A finished conversation in a line; ``ended_at`` in game seconds."""
 
@@ -21,10 +28,12 @@ class ConversationSummary(msgspec.Struct, frozen=True, gc=False, kw_only=True):
 
 
 class WorkingMemory(msgspec.Struct, kw_only=True):
-    """Per NPC: the last conversations with each player (newest last), how many
-    conversations it has had with each (which numbers their ids), and the ids of
-    conversations already turned into memories."""
+    """Per NPC: the conversations still open (their lines so far, by player), the last
+    conversations with each player (newest last), how many conversations it has had
+    with each (which numbers their ids), and the ids of conversations already turned
+    into memories."""
 
+    open: dict[str, list[Turn]] = msgspec.field(default_factory=dict)
     recent: dict[str, list[ConversationSummary]] = msgspec.field(default_factory=dict)
     conversations: dict[str, int] = msgspec.field(default_factory=dict)
     extracted: list[str] = msgspec.field(default_factory=list)

@@ -8,29 +8,32 @@ the joined text never exceeds ``max_tokens`` by that estimate.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import msgspec
 
+from npc_memory.components import Memory, NpcHandle, PlayerHandle
 from npc_memory.content.schema import ContextRules
 from npc_memory.context.text import estimate_tokens
-
-if TYPE_CHECKING:
-    from npc_memory.plugin import MemoryPlugin, NpcHandle, PlayerHandle
 
 SEPARATOR = "\n\n"
 
 
 @dataclass(frozen=True)
 class ContextRequest:
-    """What a provider may look at: the plugin, the NPC, the player, the player's message."""
+    """What a provider may look at: the NPC's and the player's components (read-only),
+    the player's message, game time ``now`` (game seconds), the pack's context rules,
+    and ``recall(query, k)``, the NPC's best ``k`` memories of the player (and of the
+    world) for ``query`` (recalling strengthens them)."""
 
-    plugin: MemoryPlugin
     npc: NpcHandle
     player: PlayerHandle
     message: str
+    now: float
+    rules: ContextRules
+    recall: Callable[[str, int], list[Memory]]
 
 
 class ContextProvider(Protocol):

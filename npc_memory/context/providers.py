@@ -77,8 +77,7 @@ class WorkingMemoryProvider:
         recent = request.npc.working.recent.get(request.player.identity.key, [])
         if not recent:
             return None
-        now = request.plugin.clock.now
-        lines = [f"- {age(now, s.ended_at)}: {s.summary}" for s in recent]
+        lines = [f"- {age(request.now, s.ended_at)}: {s.summary}" for s in recent]
         return fit(lines, budget, header=f"Your recent conversations with {request.player.identity.name}:")
 
 
@@ -88,12 +87,10 @@ class MemoryProvider:
     name = "memories"
 
     def render(self, request: ContextRequest, budget: int) -> str | None:
-        plugin = request.plugin
-        recalled = plugin.recall(request.npc.entity, request.player.entity, request.message,
-                                 k=plugin.pack.context.recall_k)
+        recalled = request.recall(request.message, request.rules.recall_k)
         if not recalled:
             return fit([f"You have no specific memories of {request.player.identity.name}."], budget)
-        now = plugin.clock.now
+        now = request.now
         lines = [f"- {m.content} ({age(now, m.created)})" for m in recalled]
         return fit(lines, budget, header=f"What you remember of {request.player.identity.name}:")
 
@@ -105,8 +102,7 @@ class KnowledgeProvider:
     name = "knowledge"
 
     def render(self, request: ContextRequest, budget: int) -> str | None:
-        plugin = request.plugin
-        now, rules = plugin.clock.now, plugin.pack.context
+        now, rules = request.now, request.rules
         player = request.player.identity.key
         about, news = [], []
         for fact in request.npc.knowledge.facts:

@@ -8,6 +8,7 @@ from typing import Literal
 import msgspec
 
 from npc_memory.components.memory import MemoryKind, Valence
+from npc_memory.components.working import Turn as Turn  # the transcript line lives with WorkingMemory
 
 Source = Literal["llm", "rules"]
 
@@ -16,13 +17,6 @@ MAX_MEMORIES = 3
 
 MAX_CONTENT = 500
 """Extracted memory content is cut to this many characters."""
-
-
-class Turn(msgspec.Struct, frozen=True, array_like=True):
-    """One line of a conversation: who spoke (display name) and what they said."""
-
-    speaker: str
-    text: str
 
 
 class ExtractionJob(msgspec.Struct, frozen=True, kw_only=True):

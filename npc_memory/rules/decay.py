@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+import msgspec
+
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components.memory import (
     EpisodicMemory,
@@ -55,21 +57,21 @@ def _evict(memories: list[_M], kind: MemoryKind, rules: MemoryRules, now: float)
     return evicted
 
 
-def drift(rel: Relationship, baseline: Relationship, half_life_days: float, now: float) -> bool:
-    """Move each dimension of ``rel`` towards ``baseline`` for the game time since the
-    last interaction or drift: value = base + (value − base) × 0.5^(days / half-life).
-    Returns whether anything moved."""
+def drift(
+    rel: Relationship, baseline: Relationship, half_life_days: float, now: float
+) -> Relationship | None:
+    """``rel`` moved towards ``baseline`` for the game time since the last interaction or
+    drift: value = base + (value − base) × 0.5^(days / half-life), with ``drifted_at``
+    set to ``now``; ``None`` when nothing moved (then nothing needs writing)."""
     start = max(rel.drifted_at, rel.last_interaction or 0.0)
     elapsed = now - start
-    rel.drifted_at = now
     if elapsed <= 0.0:
-        return False
+        return None
     factor = 0.5 ** (elapsed / (half_life_days * SECONDS_PER_DAY))
-    moved = False
+    moved: dict[str, float] = {}
     for dim in DIMENSIONS:
         value, base = rel.value(dim), baseline.value(dim)
         new = base + (value - base) * factor
         if abs(new - value) > 1e-12:
-            setattr(rel, dim, new)
-            moved = True
-    return moved
+            moved[dim] = new
+    return msgspec.structs.replace(rel, drifted_at=now, **moved) if moved else None

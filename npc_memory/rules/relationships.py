@@ -1,13 +1,14 @@
 """How relationships start, change, move between stages and cross thresholds.
 
-All functions here are pure rules over a :class:`Relationship` and the pack's
-:class:`RelationshipRules`; they mutate only the relationship they are given.
+All functions here are pure rules over a :class:`Relationship` (frozen: a change
+returns a new record) and the pack's :class:`RelationshipRules`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import msgspec
 
@@ -103,34 +104,42 @@ def initial_relationship(
     disposition dimensions. Thresholds already beyond are marked crossed silently."""
     rules = pack.relationships
     shift = rules.attitude_modifiers[pack.attitude(npc_faction, player_faction)]
-    rel = Relationship()
-    for dim in DIMENSIONS:
-        base = float(getattr(rules.baseline, dim))
-        setattr(rel, dim, clamp(base + shift) if dim in DISPOSITION_DIMENSIONS else base)
-    rel.disposition = disposition(rel, rules.disposition_weights)
-    rel.stage = next_stage(Stage.STRANGER, rel.disposition, False, rules.stages)
-    rel.active_thresholds = tuple(t.name for t in rules.thresholds if is_beyond(t, rel))
-    return rel
+    values: dict[str, Any] = {
+        dim: clamp(float(getattr(rules.baseline, dim)) + shift)
+        if dim in DISPOSITION_DIMENSIONS
+        else float(getattr(rules.baseline, dim))
+        for dim in DIMENSIONS
+    }
+    rel = Relationship(**values)
+    score = disposition(rel, rules.disposition_weights)
+    rel = msgspec.structs.replace(
+        rel, disposition=score, stage=next_stage(Stage.STRANGER, score, False, rules.stages)
+    )
+    return msgspec.structs.replace(
+        rel, active_thresholds=tuple(t.name for t in rules.thresholds if is_beyond(t, rel))
+    )
 
 
 def apply_deltas(
-    rel: Relationship, deltas: Mapping[Dimension, float], rules: RelationshipRules
-) -> RelationshipChange:
-    """Add ``deltas`` to ``rel`` (each dimension clamped to [0, 1]), then update its
-    disposition, stage and thresholds and bump its version."""
-    for dim, delta in deltas.items():
-        setattr(rel, dim, clamp(getattr(rel, dim) + delta))
-    return refresh(rel, rules)
+    rel: Relationship, deltas: Mapping[Dimension, float], rules: RelationshipRules, **changes: Any
+) -> tuple[Relationship, RelationshipChange]:
+    """``rel`` with ``deltas`` added (each dimension clamped to [0, 1]) and any other
+    field ``changes``, its disposition, stage and thresholds updated and its version
+    bumped; and what changed."""
+    values = {dim: clamp(getattr(rel, dim) + delta) for dim, delta in deltas.items()}
+    return refresh(msgspec.structs.replace(rel, **values, **changes), rules)
 
 
-def refresh(rel: Relationship, rules: RelationshipRules) -> RelationshipChange:
-    """Recompute disposition, stage and thresholds of ``rel`` after a change."""
+def refresh(rel: Relationship, rules: RelationshipRules) -> tuple[Relationship, RelationshipChange]:
+    """``rel`` with disposition, stage and thresholds recomputed after a change and its
+    version bumped; and what changed."""
     old_stage = rel.stage
-    rel.version += 1
-    rel.disposition = disposition(rel, rules.disposition_weights)
-    rel.stage = next_stage(old_stage, rel.disposition, rel.has_met, rules.stages)
-    crossed = _update_thresholds(rel, rules.thresholds, rules.threshold_rearm)
-    return RelationshipChange(crossed=crossed, old_stage=old_stage, new_stage=rel.stage)
+    score = disposition(rel, rules.disposition_weights)
+    stage = next_stage(old_stage, score, rel.has_met, rules.stages)
+    rel = msgspec.structs.replace(rel, version=rel.version + 1, disposition=score, stage=stage)
+    active, crossed = _update_thresholds(rel, rules.thresholds, rules.threshold_rearm)
+    rel = msgspec.structs.replace(rel, active_thresholds=active)
+    return rel, RelationshipChange(crossed=crossed, old_stage=old_stage, new_stage=stage)
 
 
 def memory_deltas(
@@ -168,7 +177,8 @@ def _rearmed(threshold: Threshold, rel: Relationship, rearm: float) -> bool:
 
 def _update_thresholds(
     rel: Relationship, thresholds: tuple[Threshold, ...], rearm: float
-) -> tuple[Threshold, ...]:
+) -> tuple[tuple[str, ...], tuple[Threshold, ...]]:
+    """The names of the thresholds standing crossed for ``rel``, and those newly crossed."""
     active = set(rel.active_thresholds)
     crossed: list[Threshold] = []
     for threshold in thresholds:
@@ -178,5 +188,4 @@ def _update_thresholds(
         elif is_beyond(threshold, rel):
             active.add(threshold.name)
             crossed.append(threshold)
-    rel.active_thresholds = tuple(t.name for t in thresholds if t.name in active)
-    return tuple(crossed)
+    return tuple(t.name for t in thresholds if t.name in active), tuple(crossed)

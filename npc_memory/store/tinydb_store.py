@@ -16,7 +16,6 @@ only the documents that changed: its cost does not grow with the size of the wor
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import gc
 import hashlib
 import os
@@ -25,6 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import filelock
 import msgspec
 from tinydb import Storage
 
@@ -53,6 +53,8 @@ META_FILE = "meta.json"
 DOCS_DIR = "docs"
 AUDIT_FILE = "audit.jsonl"
 LOCK_FILE = "LOCK"
+OWNER_FILE = "LOCK.owner"
+"""Holds the process id of the store's owner, for the error a second opener gets."""
 _TABLES = {"npc": "npcs", "player": "players"}
 
 
@@ -121,7 +123,7 @@ class TinyDBStore:
     ) -> None:
         self.path = Path(path)
         self.migration = migration or MigrationContext()
-        self._lock_fd: int | None = None
+        self._lock: filelock.BaseFileLock | None = None
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"{self.path} is a file, not a store directory")
         if self.path.is_dir() and any(self.path.iterdir()) and not is_store(self.path):
@@ -131,7 +133,7 @@ class TinyDBStore:
                 raise StoreError(f"no store at {self.path}")
             self.path.mkdir(parents=True)
         (self.path / DOCS_DIR).mkdir(exist_ok=True)
-        self._lock()
+        self._acquire()
         self._clean_temporaries()
 
     def __repr__(self) -> str:
@@ -252,10 +254,9 @@ class TinyDBStore:
 
     def close(self) -> None:
         """Release the store's lock (idempotent)."""
-        if self._lock_fd is not None:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     # ------------------------------------------------------------------ internals
 
@@ -313,19 +314,21 @@ class TinyDBStore:
             problem = f"cannot migrate from schema {version}: {_describe(exc)}"
             raise StoreCorruptError(str(path), problem) from exc
 
-    def _lock(self) -> None:
-        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    def _acquire(self) -> None:
+        # filelock: an OS lock (flock on POSIX, msvcrt on Windows) released when the process dies.
+        lock = filelock.FileLock(self.path / LOCK_FILE, timeout=0, thread_local=False)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            owner = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
+            lock.acquire()
+        except filelock.Timeout:
+            try:
+                owner = (self.path / OWNER_FILE).read_text("ascii").strip() or "unknown"
+            except OSError:
+                owner = "unknown"
             raise StoreLockedError(
                 f"store {self.path} is in use (locked by process {owner}); one process owns a store at a time"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
-        self._lock_fd = fd
+        (self.path / OWNER_FILE).write_text(str(os.getpid()), "ascii")
+        self._lock = lock
 
     def _clean_temporaries(self) -> None:
         for directory in (self.path, self.path / DOCS_DIR):

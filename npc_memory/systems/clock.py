@@ -9,31 +9,52 @@ from typing import Any
 import esper
 
 from npc_memory.clock import GameClock
+from npc_memory.errors import InvalidArgumentError
 
-DtSource = Callable[[tuple[Any, ...], dict[str, Any]], float]
-"""Reads the real seconds elapsed this tick from ``esper.process``'s (args, kwargs)."""
+DtSource = Callable[[tuple[Any, ...], dict[str, Any]], float | None]
+"""Reads the real seconds elapsed this tick from ``esper.process``'s (args, kwargs);
+``None`` when the host passed none."""
+
+DEFAULT_FIXED_STEP = 1.0 / 60.0
+"""Real seconds a tick counts when ``esper.process()`` gets no dt: one frame at 60 fps."""
 
 
-def first_positional(args: tuple[Any, ...], kwargs: dict[str, Any]) -> float:
-    """The default dt source: ``esper.process(dt)``; no argument means no time passes."""
-    return float(args[0]) if args else 0.0
+def first_positional(args: tuple[Any, ...], kwargs: dict[str, Any]) -> float | None:
+    """The default dt source: ``esper.process(dt)``."""
+    return float(args[0]) if args else None
 
 
 def keyword(name: str) -> DtSource:
     """A dt source reading ``esper.process(..., name=dt)``."""
 
-    def read(args: tuple[Any, ...], kwargs: dict[str, Any]) -> float:
-        return float(kwargs.get(name, 0.0))
+    def read(args: tuple[Any, ...], kwargs: dict[str, Any]) -> float | None:
+        value = kwargs.get(name)
+        return None if value is None else float(value)
 
     return read
 
 
 class ClockSystem(esper.Processor):
-    """Runs first each tick and advances game time by dt × time scale."""
+    """Runs first each tick and advances game time by dt × time scale. A tick without a
+    dt counts ``fixed_step`` real seconds; with ``fixed_step=None`` it is an error."""
 
-    def __init__(self, clock: GameClock, dt_source: DtSource = first_positional) -> None:
+    def __init__(
+        self,
+        clock: GameClock,
+        dt_source: DtSource = first_positional,
+        fixed_step: float | None = DEFAULT_FIXED_STEP,
+    ) -> None:
         self.clock = clock
         self.dt_source = dt_source
+        self.fixed_step = fixed_step
 
     def process(self, *args: Any, **kwargs: Any) -> None:
-        self.clock.advance_real(self.dt_source(args, kwargs))
+        dt = self.dt_source(args, kwargs)
+        if dt is None:
+            if self.fixed_step is None:
+                raise InvalidArgumentError(
+                    "esper.process() was called without dt: pass the real seconds of the frame, "
+                    "esper.process(dt), or install the plugin with fixed_step=<seconds per tick>"
+                )
+            dt = self.fixed_step
+        self.clock.advance_real(dt)

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-from npc_memory.components import SCOPES, Scope
+from npc_memory.components import SCOPES, PlayerHandle, Scope
 from npc_memory.components.knowledge import FACT_CATEGORIES
 from npc_memory.errors import InvalidArgumentError, PrivacyError
 
-if TYPE_CHECKING:
-    from npc_memory.plugin import PlayerHandle
-
 MAX_KEY_CHARS = 128
 """Longest key, name or room."""
+
+MAX_CONTENT_CHARS = 2000
+"""Longest memory content, fact content or conversation line."""
+
+GAME_ONLY_TAGS = frozenset({"game-only", "game_only"})
+"""Memories and facts with these tags are game clues and are never stored."""
 
 
 def check_text(field: str, value: str, limit: int) -> str:

@@ -1,0 +1,126 @@
+"""The gossip board: per room, who is there and who has something to tell, with
+cumulative weights for a seeded weighted draw.
+
+A room is rebuilt only when someone enters or leaves it or an occupant's knowledge
+changes (cost: that room's size); a draw costs O(1) expected: a room (weighted by its
+number of tellers), a teller (sociability × gossip drive), a listener (sociability).
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+T = Any
+
+
+def weighted_choice(rng: random.Random, items: Sequence[T], cumulative: Sequence[float]) -> T:
+    """One of ``items`` drawn with probability proportional to its weight."""
+    point = rng.random() * cumulative[-1]
+    return items[min(bisect.bisect_right(cumulative, point), len(items) - 1)]
+
+
+def _cumulate(weights: Sequence[float]) -> list[float]:
+    total, out = 0.0, []
+    for weight in weights:
+        total += weight
+        out.append(total)
+    return out
+
+
+@dataclass
+class _Room:
+    tellers: list[str] = field(default_factory=list)
+    teller_weights: list[float] = field(default_factory=list)
+    listeners: list[str] = field(default_factory=list)
+    listener_weights: list[float] = field(default_factory=list)
+
+
+@dataclass
+class GossipBoard:
+    """Rooms, their occupants and who can gossip there.
+
+    ``teller_weight(npc)`` and ``listener_weight(npc)`` come from traits;
+    ``has_news(npc)`` says whether an NPC has anything shareable. Active rooms (two or
+    more occupants, at least one with news) sit in a list with an index map, so a room
+    joins or leaves in O(1); a room is drawn with probability proportional to its
+    number of tellers by rejection sampling, O(1) expected.
+    """
+
+    teller_weight: Callable[[str], float]
+    listener_weight: Callable[[str], float]
+    has_news: Callable[[str], bool]
+    members: dict[str, set[str]] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)
+    rooms: dict[str, _Room] = field(default_factory=dict)
+    active: list[str] = field(default_factory=list)
+    _position: dict[str, int] = field(default_factory=dict)
+    _most_tellers: int = 1
+    rebuilds: int = 0
+
+    def enter(self, npc: str, room: str | None) -> None:
+        """``npc`` is now in ``room``."""
+        if room is not None:
+            self.members.setdefault(room, set()).add(npc)
+            self.dirty.add(room)
+
+    def leave(self, npc: str, room: str | None) -> None:
+        """``npc`` left ``room``."""
+        if room is not None and room in self.members:
+            self.members[room].discard(npc)
+            self.dirty.add(room)
+
+    def touch(self, room: str | None) -> None:
+        """An occupant of ``room`` learned or forgot something."""
+        if room is not None:
+            self.dirty.add(room)
+
+    def refresh(self) -> None:
+        """Rebuild the rooms that changed, and only those."""
+        for room in sorted(self.dirty):
+            occupants = sorted(self.members.get(room, ()))
+            tellers = [n for n in occupants if self.has_news(n)] if len(occupants) >= 2 else []
+            self.rebuilds += 1
+            if not tellers:
+                self.rooms.pop(room, None)
+                self._deactivate(room)
+                continue
+            self.rooms[room] = _Room(
+                tellers=tellers,
+                teller_weights=_cumulate([self.teller_weight(n) for n in tellers]),
+                listeners=occupants,
+                listener_weights=_cumulate([self.listener_weight(n) for n in occupants]),
+            )
+            self._most_tellers = max(self._most_tellers, len(tellers))
+            if room not in self._position:
+                self._position[room] = len(self.active)
+                self.active.append(room)
+        self.dirty.clear()
+
+    def draw(self, rng: random.Random) -> tuple[str, str, str] | None:
+        """A (room, teller, listener) to try, or ``None`` when no room has gossip."""
+        if not self.active:
+            return None
+        for _ in range(8):
+            room_name = self.active[int(rng.random() * len(self.active))]
+            if rng.random() * self._most_tellers < len(self.rooms[room_name].tellers):
+                break
+        room = self.rooms[room_name]
+        teller = weighted_choice(rng, room.tellers, room.teller_weights)
+        for _ in range(3):
+            listener = weighted_choice(rng, room.listeners, room.listener_weights)
+            if listener != teller:
+                return room_name, teller, listener
+        return None
+
+    def _deactivate(self, room: str) -> None:
+        position = self._position.pop(room, None)
+        if position is None:
+            return
+        last = self.active.pop()
+        if last != room:
+            self.active[position] = last
+            self._position[last] = position

@@ -1,0 +1,202 @@
+"""Conversations: lines said between an NPC and a player (kept in the NPC's
+WorkingMemory, so an open conversation survives a restart), ending them into
+extraction jobs, and applying extraction results exactly once."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from npc_memory.components import ConversationSummary, NpcHandle, PlayerHandle, Scope, Turn
+from npc_memory.components.relationship import Dimension
+from npc_memory.errors import InvalidArgumentError, MemoryCapacityError, PrivacyError
+from npc_memory.events import ExtractionDropped, MemoriesExtracted
+from npc_memory.extraction.model import ExtractionJob, ExtractionResult
+from npc_memory.extraction.pipeline import ExtractionPipeline
+from npc_memory.extraction.rules import summarize
+from npc_memory.rules import relationships as rel_rules
+from npc_memory.services.knowledge import KnowledgeService
+from npc_memory.services.memories import MemoryService
+from npc_memory.services.relationships import RelationshipService
+from npc_memory.state import WorldState
+
+RULES_CONFIDENCE = 0.7
+"""Confidence of memories the rule-based extractor made."""
+
+LLM_CONFIDENCE = 0.9
+"""Confidence of memories the LLM extractor made."""
+
+
+class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``end_conversation`` did: the conversation's id, its working-memory summary,
+    and what happened to its extraction: ``"queued"``, ``"extracted"`` (queue full: the
+    rules extracted it at once) or ``"dropped"`` (queue full, pack says drop)."""
+
+    conversation: str
+    summary: str
+    status: Literal["queued", "extracted", "dropped"]
+
+
+class ConversationService:
+    """Conversations of one plugin and the application of their extraction results."""
+
+    def __init__(
+        self,
+        state: WorldState,
+        pipeline: ExtractionPipeline,
+        memories: MemoryService,
+        knowledge: KnowledgeService,
+        relationships: RelationshipService,
+    ) -> None:
+        self.state = state
+        self.pipeline = pipeline
+        self.memories = memories
+        self.knowledge = knowledge
+        self.relationships = relationships
+
+    def say(self, npc: NpcHandle, player: PlayerHandle, line: Turn, max_turns: int) -> None:
+        """Append ``line`` to the open conversation of ``npc`` and ``player``."""
+        turns = npc.working.open.setdefault(player.identity.key, [])
+        if len(turns) >= max_turns:
+            raise InvalidArgumentError(
+                f"the conversation of {npc.identity.key!r} and {player.identity.key!r} has "
+                f"{max_turns} lines; end it first"
+            )
+        turns.append(line)
+        self.state.mark(npc.identity.key)
+
+    def open_lines(self, npc: NpcHandle, player: str) -> list[Turn]:
+        """The lines of the open conversation of ``npc`` and ``player`` so far."""
+        return list(npc.working.open.get(player, ()))
+
+    def end(self, npc: NpcHandle, player: PlayerHandle) -> ConversationEnded | None:
+        """Close the open conversation and queue its extraction (see the facade)."""
+        npc_key, player_key = npc.identity.key, player.identity.key
+        working = npc.working
+        turns = working.open.get(player_key)
+        if not turns:
+            return None
+        number = working.conversations.get(player_key, 0) + 1
+        archetype = self.state.pack.archetypes.get(npc.traits.archetype or "")
+        job = ExtractionJob(
+            conversation=f"{npc_key}/{player_key}/{number}",
+            npc=npc_key,
+            npc_name=npc.identity.name,
+            npc_role=archetype.role if archetype is not None else "",
+            player=player_key,
+            player_name=player.identity.name,
+            room=npc.location.room,
+            turns=tuple(turns),
+            ended_at=self.state.clock.now,
+        )
+        summary = ConversationSummary(
+            conversation=job.conversation, summary=summarize(job), turns=len(turns), ended_at=job.ended_at
+        )
+        # From here on nothing can fail: the transcript becomes a job in one step.
+        del working.open[player_key]
+        working.conversations[player_key] = number
+        working.remember_conversation(player_key, summary)
+        self.state.mark(npc_key)
+        self.relationships.record_interaction(npc, player)
+        status: Literal["queued", "extracted", "dropped"] = "queued"
+        if not self.pipeline.enqueue(job):
+            if self.state.pack.budgets.extraction_overflow == "rules":
+                status = "extracted"
+                self.apply(self.pipeline.extract_now(job, "queue full: extracted by the rules at once"))
+            else:
+                status = "dropped"
+                self.pipeline.stats.dropped += 1
+                self.state.publish(
+                    ExtractionDropped(
+                        game_time=self.state.clock.now,
+                        npc=npc_key,
+                        player=player_key,
+                        conversation=job.conversation,
+                    )
+                )
+        return ConversationEnded(conversation=job.conversation, summary=summary.summary, status=status)
+
+    def apply(self, result: ExtractionResult) -> None:
+        """Turn one extraction result into memories, facts and relationship changes,
+        once per conversation id. A result whose NPC or player is not in the live world
+        waits (parked) until both are."""
+        job = result.job
+        registry = self.state.registry
+        npc, player = registry.live_npc(job.npc), registry.live_player(job.player)
+        if npc is None or player is None:
+            self.pipeline.parked.append(result)
+            return
+        stats = self.pipeline.stats
+        if not npc.working.mark_extracted(job.conversation):
+            stats.duplicates += 1
+            return
+        confidence = LLM_CONFIDENCE if result.source == "llm" else RULES_CONFIDENCE
+        ids: list[str] = []
+        deltas: dict[Dimension, float] = {}
+        scope: Scope = (
+            "player" if player.profile.consent else "anon" if player.profile.anonymous else "session"
+        )
+        for extracted in result.memories:
+            try:
+                memory = self.memories.remember(
+                    npc,
+                    job.player,
+                    extracted.content,
+                    kind=extracted.kind,
+                    tags=extracted.tags,
+                    importance=extracted.importance,
+                    confidence=confidence,
+                    valence=extracted.valence,
+                    intensity=extracted.intensity,
+                    scope=scope,
+                    source_conversation=job.conversation,
+                )
+            except (MemoryCapacityError, PrivacyError):
+                continue
+            ids.append(memory.id)
+            if extracted.tags:
+                self.knowledge.learn(
+                    npc,
+                    content=memory.content,
+                    category="player_trait",
+                    subject=job.player,
+                    topic=extracted.tags[0],
+                    tags=extracted.tags,
+                    confidence=confidence,
+                    importance=extracted.importance,
+                    source="conversation",
+                    source_memory=memory.id,
+                    room=job.room,
+                )
+            for dim, delta in rel_rules.memory_deltas(
+                extracted.tags,
+                extracted.importance,
+                extracted.intensity,
+                extracted.valence,
+                self.state.pack.relationships,
+            ).items():
+                deltas[dim] = deltas.get(dim, 0.0) + delta
+        self.state.mark(npc.identity.key)
+        if deltas:
+            self.relationships.change(npc, job.player, deltas)
+        stats.applied += 1
+        self.state.publish(
+            MemoriesExtracted(
+                game_time=self.state.clock.now,
+                npc=job.npc,
+                player=job.player,
+                conversation=job.conversation,
+                source=result.source,
+                reason=result.reason,
+                memories=tuple(ids),
+            )
+        )
+
+    def unpark(self) -> None:
+        """Apply the results that waited for their NPC or player to be added."""
+        if not self.pipeline.parked:
+            return
+        parked, self.pipeline.parked = self.pipeline.parked, []
+        for result in parked:
+            self.apply(result)

@@ -1,0 +1,196 @@
+"""The read path: recall (relevance × salience), the prompt context within a token
+budget, the Messages request of an NPC's next line, and asking the LLM for it.
+
+Nothing here touches the store or the network on the caller's thread.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from npc_memory.components import Memory, NpcHandle, PlayerHandle, kind_of
+from npc_memory.context import recall as recall_rules
+from npc_memory.context import text as text_rules
+from npc_memory.context.builder import ContextProvider, ContextRequest, PromptContext
+from npc_memory.context.builder import build as build_context
+from npc_memory.context.providers import reputation
+from npc_memory.errors import NpcMemoryError
+from npc_memory.extraction.model import SummaryOutcome
+from npc_memory.extraction.pipeline import ExtractionPipeline
+from npc_memory.rules import memory as memory_rules
+from npc_memory.rules.tokens import estimate_tokens
+from npc_memory.services.conversations import ConversationService
+from npc_memory.services.relationships import RelationshipService
+from npc_memory.state import WorldState
+
+
+class PromptMessages(msgspec.Struct, frozen=True, kw_only=True):
+    """A ready Anthropic Messages request body: ``system`` and ``messages``, and the
+    :class:`PromptContext` the system prompt was built with."""
+
+    system: str
+    messages: list[dict[str, str]]
+    context: PromptContext
+
+
+class DialogueService:
+    """Recall, context and replies for one plugin (arguments checked by the facade)."""
+
+    def __init__(
+        self,
+        state: WorldState,
+        relationships: RelationshipService,
+        conversations: ConversationService,
+        pipeline: ExtractionPipeline,
+    ) -> None:
+        self.state = state
+        self.relationships = relationships
+        self.conversations = conversations
+        self.pipeline = pipeline
+        self.terms = recall_rules.TermCache()
+        self.scorer: recall_rules.Scorer = recall_rules.BM25()
+
+    def recall(
+        self, npc: NpcHandle, player: str | None, query: str, k: int, *, strengthen: bool = True
+    ) -> list[Memory]:
+        """The ``k`` memories of ``npc`` about ``player`` (and world-scoped ones) best
+        matching ``query``; recalled memories are strengthened unless ``strengthen`` is off."""
+        pairs = [npc.bank.world]
+        if player is not None and (pair := npc.bank.pair(player)) is not None:
+            pairs.insert(0, pair)
+        memories = [m for pair in pairs for m in pair.all()]
+        if not memories:
+            return []
+        rules, now = self.state.pack.memory, self.state.clock.now
+        saliences = memory_rules.saliences(memories, now, rules.recency_days, rules.intensity_retention)
+        documents = self.terms.of_all(npc.identity.key, memories)
+        weight = self.state.pack.context.relevance_weight
+        ranked = recall_rules.rank(
+            memories, saliences, documents, text_rules.terms(query), self.scorer, weight
+        )
+        if not strengthen or not npc.live:
+            return [memory for _, memory in ranked[:k]]
+        recalled = []
+        for _, memory in ranked[:k]:
+            touched = msgspec.structs.replace(memory, access_count=memory.access_count + 1, last_accessed=now)
+            for pair in pairs:
+                records: list[Any] = getattr(pair, kind_of(memory))
+                position = next((i for i, r in enumerate(records) if r is memory), None)
+                if position is not None:
+                    records[position] = touched
+                    break
+            recalled.append(touched)
+        self.state.mark(npc.identity.key)
+        return recalled
+
+    def context(
+        self,
+        npc: NpcHandle,
+        player: PlayerHandle,
+        message: str,
+        max_tokens: int,
+        providers: Sequence[ContextProvider],
+    ) -> PromptContext:
+        """What ``npc`` brings to its reply to ``player``'s ``message`` (see the facade)."""
+        key = player.identity.key
+        rel = npc.relationships.by_player.get(key)
+        shown = rel or self.relationships.peek(npc, key, player.faction.faction)
+        placeholders = {
+            "reputation": reputation(rel),
+            "npc": npc.identity.name,
+            "player": player.identity.name,
+            "stage": shown.stage.value,
+            "disposition": f"{shown.disposition:+.2f}",
+            "trust": f"{shown.trust:.2f}",
+        }
+        request = ContextRequest(
+            npc=npc,
+            player=player,
+            message=message,
+            now=self.state.clock.now,
+            rules=self.state.pack.context,
+            recall=lambda query, k: self.recall(npc, key, query, k),
+        )
+        return build_context(request, providers, max_tokens, self.state.pack.context, placeholders)
+
+    def prompt_messages(
+        self, npc: NpcHandle, player: PlayerHandle, message: str, context: PromptContext
+    ) -> PromptMessages:
+        """A system prompt (persona, what the NPC will and won't discuss, ``context``) and
+        the message list: the open conversation's lines, then ``message``."""
+        archetype = self.state.pack.archetypes.get(npc.traits.archetype or "")
+        role = f", {archetype.role}" if archetype and archetype.role else ""
+        parts = [f"You are {npc.identity.name}{role}."]
+        if archetype is not None:
+            if archetype.persona:
+                parts.append(archetype.persona)
+            if archetype.will_discuss:
+                parts.append(f"You like to talk about: {', '.join(archetype.will_discuss)}.")
+            if archetype.wont_discuss:
+                parts.append(f"You will not discuss: {', '.join(archetype.wont_discuss)}.")
+        parts.append(
+            f"You are speaking with {player.identity.name}; "
+            f"you see them as: {context.placeholders['reputation']}. "
+            "Stay in character, answer in one or two sentences, and never claim memories you do not have."
+        )
+        system = " ".join(parts) + (f"\n\n{context.text}" if context.text else "")
+        name = player.identity.name.lower()
+        messages: list[dict[str, str]] = [
+            {
+                "role": "user" if turn.speaker.lower() in (name, player.identity.key) else "assistant",
+                "content": turn.text,
+            }
+            for turn in self.conversations.open_lines(npc, player.identity.key)
+        ]
+        messages.append({"role": "user", "content": message})
+        if messages[0]["role"] == "assistant":
+            messages.insert(0, {"role": "user", "content": "(The conversation continues.)"})
+        return PromptMessages(system=system, messages=messages, context=context)
+
+    def reply(
+        self, npc: NpcHandle, prompt: PromptMessages, reply_tokens: int
+    ) -> concurrent.futures.Future[SummaryOutcome]:
+        """Ask the configured LLM for the NPC's next line; returns a future at once."""
+        worker = self.pipeline.worker
+        if worker is None:
+            raise NpcMemoryError(
+                "no LLM is configured: install with llm=npc_memory.AnthropicExtractor(...), "
+                "or send plugin.prompt_messages(...) with your own client"
+            )
+        request = {
+            "model": worker.extractor.model,
+            "max_tokens": reply_tokens,
+            "system": prompt.system,
+            "messages": prompt.messages,
+        }
+        owner = npc.identity.key
+        estimate = estimate_tokens(prompt.system) + sum(
+            estimate_tokens(m["content"]) for m in prompt.messages
+        )
+        pipeline = self.pipeline
+        refusal = pipeline.limiter.check(owner, estimate + reply_tokens)
+        if refusal is None and not pipeline.breaker.allow():
+            refusal = "circuit open"
+        if refusal is not None:
+            done: concurrent.futures.Future[SummaryOutcome] = concurrent.futures.Future()
+            done.set_result(SummaryOutcome(None, None, refusal))
+            return done
+        pipeline.limiter.reserve(owner, estimate + reply_tokens)
+        future = worker.submit_text(request)
+
+        def settle(finished: concurrent.futures.Future[SummaryOutcome]) -> None:
+            cancelled = SummaryOutcome(None, None, "cancelled")
+            outcome = cancelled if finished.cancelled() else finished.result()
+            cost = worker.extractor.price.cost(outcome.usage) if outcome.usage else 0.0
+            pipeline.limiter.settle(owner, estimate + reply_tokens, outcome.usage, cost)
+            if outcome.text is not None:
+                pipeline.breaker.record_success()
+            else:
+                pipeline.breaker.record_failure()
+
+        future.add_done_callback(settle)
+        return future

@@ -1,0 +1,304 @@
+"""What NPCs come to know: learning facts first-hand, from content and from each other,
+what hearing about a player does to their opinion, and the derived indexes (facts by
+NPC, the gossip board by room) that follow the components."""
+
+from __future__ import annotations
+
+from npc_memory.components import Fact, FactCategory, FactSource, Hop, NpcHandle
+from npc_memory.events import FactLearned, SecretLearned
+from npc_memory.rules import knowledge as knowledge_rules
+from npc_memory.rules import relationships as rel_rules
+from npc_memory.services.board import GossipBoard
+from npc_memory.services.relationships import RelationshipService
+from npc_memory.state import WorldState
+
+GOSSIP_CANDIDATES = 4
+"""Facts a teller considers per exchange before giving up."""
+
+
+class KnowledgeService:
+    """Learning and gossip for one plugin (the facts live in each NPC's KnowledgeBase).
+
+    Keeps, per live NPC, a :class:`~npc_memory.rules.knowledge.FactIndex`, and the
+    gossip board's room membership; both follow the registry (NPCs added, removed or
+    moved — also by a game writing ``Location.room``).
+    """
+
+    def __init__(self, state: WorldState, relationships: RelationshipService) -> None:
+        self.state = state
+        self.relationships = relationships
+        self.indexes: dict[str, knowledge_rules.FactIndex] = {}
+        self.board = GossipBoard(
+            teller_weight=self.teller_weight, listener_weight=self.listener_weight, has_news=self.has_news
+        )
+        state.registry.listeners.append(self)
+
+    # ------------------------------------------------------------------ registry listener
+
+    def npc_added(self, npc: NpcHandle) -> None:
+        key = npc.identity.key
+        self.indexes[key] = knowledge_rules.FactIndex(
+            npc.knowledge, self.state.pack.knowledge, self.state.clock.now
+        )
+        self.board.enter(key, npc.location.room)
+
+    def npc_removed(self, npc: NpcHandle) -> None:
+        self.board.leave(npc.identity.key, npc.location.room)
+        self.indexes.pop(npc.identity.key, None)
+
+    def npc_moved(self, npc: NpcHandle, old: str | None, new: str | None) -> None:
+        self.board.leave(npc.identity.key, old)
+        self.board.enter(npc.identity.key, new)
+
+    # ------------------------------------------------------------------ reads
+
+    def witnesses(self, room: str) -> list[str]:
+        """Keys of the live NPCs in ``room``, sorted."""
+        return sorted(self.board.members.get(room, ()))
+
+    def category_of(self, subject: str | None) -> FactCategory:
+        """The default category of a fact about ``subject``."""
+        if subject is None:
+            return "world_event"
+        return "npc_gossip" if self.state.registry.live_npc(subject) is not None else "player_trait"
+
+    def facts(self, npc: NpcHandle, *, include_disbelieved: bool = False) -> list[Fact]:
+        """What ``npc`` believes (and, if asked, no longer believes), oldest first;
+        expired facts left out."""
+        now = self.state.clock.now
+        return [
+            f
+            for f in npc.knowledge.facts
+            if not knowledge_rules.is_expired(f, now) and (include_disbelieved or f.believed)
+        ]
+
+    # ------------------------------------------------------------------ learning
+
+    def learn(
+        self,
+        npc: NpcHandle,
+        *,
+        content: str,
+        category: FactCategory,
+        subject: str | None,
+        topic: str,
+        tags: tuple[str, ...],
+        confidence: float,
+        importance: float,
+        source: FactSource,
+        room: str | None,
+        origin: str | None = None,
+        source_memory: str | None = None,
+        hops: int = 0,
+        chain: tuple[Hop, ...] = (),
+        teller: str | None = None,
+        locked: bool = False,
+        expires_in: float | None = None,
+    ) -> Fact | None:
+        """File a fact in ``npc``'s knowledge (see :func:`npc_memory.rules.knowledge.learn`),
+        announce it, and return it; ``None`` if the NPC already knew its origin."""
+        key = npc.identity.key
+        index = self.indexes[key]
+        if origin is not None and origin in index.origins:
+            return None
+        now = self.state.clock.now
+        fact_id = f"f{npc.knowledge.next_id}"
+        fact = Fact(
+            id=fact_id,
+            origin=origin or f"{key}#{fact_id}",
+            content=content,
+            category=category,
+            subject=subject,
+            topic=topic,
+            tags=tags,
+            confidence=confidence,
+            importance=importance,
+            source=source,
+            source_memory=source_memory,
+            hops=hops,
+            chain=(*chain, Hop(teller=teller, listener=key, room=room, at=now, source=source)),
+            created=now,
+            expires=None if expires_in is None else now + expires_in,
+            locked=locked,
+        )
+        rules = self.state.pack.knowledge
+        outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now)
+        if outcome.stored is None:
+            return None
+        npc.knowledge.next_id += 1
+        index.record(outcome, rules, now)
+        self.board.touch(npc.location.room)
+        self.state.mark(key)
+        stored = outcome.stored
+        event_type = SecretLearned if "secret" in stored.tags else FactLearned
+        self.state.publish(
+            event_type(
+                game_time=now,
+                npc=key,
+                fact=stored.id,
+                origin=stored.origin,
+                subject=stored.subject,
+                topic=stored.topic,
+                source=stored.source,
+                teller=teller,
+                room=room,
+                confidence=stored.confidence,
+                believed=stored.believed,
+            )
+        )
+        return stored
+
+    def learn_authored(self, npc: NpcHandle) -> None:
+        """Teach a newly added NPC the pack's authored facts meant for it."""
+        traits, faction = npc.traits, npc.faction.faction
+        pack = self.state.pack
+        for number, authored in enumerate(pack.knowledge.facts):
+            selectors = (authored.npcs, authored.archetypes, authored.factions)
+            if any(selectors) and not (
+                npc.identity.key in authored.npcs
+                or traits.archetype in authored.archetypes
+                or faction in authored.factions
+            ):
+                continue
+            self.learn(
+                npc,
+                content=authored.content,
+                category=authored.category,
+                subject=authored.subject,
+                topic=authored.topic or (authored.tags[0] if authored.tags else "general"),
+                tags=tuple(authored.tags),
+                confidence=authored.confidence,
+                importance=authored.importance,
+                source="authored",
+                room=npc.location.room,
+                locked=authored.locked,
+                origin=f"pack:{pack.pack.name}:{number}",
+            )
+
+    def observe(
+        self,
+        room: str,
+        content: str,
+        *,
+        subject: str | None,
+        tags: tuple[str, ...],
+        importance: float,
+        confidence: float,
+        category: FactCategory | None,
+        topic: str,
+        expires_in: float | None,
+    ) -> list[str]:
+        """Every live NPC in ``room`` learns ``content`` first-hand; a fact about a player
+        moves each witness's opinion. Returns the witnesses' keys, sorted."""
+        witnesses = self.witnesses(room)
+        now = self.state.clock.now
+        for key in witnesses:
+            npc = self.state.registry.live_npc(key)
+            assert npc is not None
+            fact = self.learn(
+                npc,
+                content=content,
+                category=category or self.category_of(subject),
+                subject=subject,
+                topic=topic,
+                tags=tags,
+                confidence=confidence,
+                importance=importance,
+                source="observation",
+                room=room,
+                expires_in=expires_in,
+                origin=f"seen:{room}:{now!r}:{content}",
+            )
+            if fact is not None and fact.believed:
+                self.hearsay(npc, fact, 1.0)
+        return witnesses
+
+    def forget_expired(self, npc: NpcHandle) -> bool:
+        """Remove ``npc``'s expired facts; whether any went."""
+        now = self.state.clock.now
+        kept = [f for f in npc.knowledge.facts if not knowledge_rules.is_expired(f, now)]
+        if len(kept) == len(npc.knowledge.facts):
+            return False
+        npc.knowledge.facts[:] = kept
+        self.indexes[npc.identity.key] = knowledge_rules.FactIndex(
+            npc.knowledge, self.state.pack.knowledge, now
+        )
+        self.board.touch(npc.location.room)
+        self.state.mark(npc.identity.key)
+        return True
+
+    def hearsay(self, npc: NpcHandle, fact: Fact, factor: float) -> None:
+        """Reputation: a fact about a player moves the NPC's relationship with them."""
+        if fact.subject is None or self.category_of(fact.subject) != "player_trait":
+            return
+        rules = self.state.pack.relationships
+        scale = factor * fact.confidence
+        deltas = rel_rules.memory_deltas(fact.tags, fact.importance, 0.5, "neutral", rules, scale)
+        if deltas:
+            self.relationships.change(npc, fact.subject, deltas)
+
+    # ------------------------------------------------------------------ gossip
+
+    def _npc(self, key: str) -> NpcHandle:
+        npc = self.state.registry.live_npc(key)
+        assert npc is not None, key
+        return npc
+
+    def teller_weight(self, key: str) -> float:
+        """How likely an NPC is to tell: sociability × gossip drive (a little at least)."""
+        traits = self._npc(key).traits
+        return traits.sociability * traits.gossip_drive + 0.01
+
+    def listener_weight(self, key: str) -> float:
+        """How likely an NPC is to be told: sociability (a little at least)."""
+        return self._npc(key).traits.sociability + 0.01
+
+    def has_news(self, key: str) -> bool:
+        """Whether an NPC has anything it would pass on."""
+        return self.indexes[key].has_news(self.state.pack.knowledge, self.state.clock.now)
+
+    def gossip(self, room: str, teller_key: str, listener_key: str) -> bool:
+        """One exchange: ``teller`` tells ``listener`` a fact it does not know yet."""
+        state = self.state
+        rules = state.pack.knowledge
+        teller, listener = self._npc(teller_key), self._npc(listener_key)
+        index, heard = self.indexes[teller_key], self.indexes[listener_key]
+        if not index.shareable:
+            return False
+        now = state.clock.now
+        for _ in range(GOSSIP_CANDIDATES):
+            fact = index.by_id.get(index.shareable[int(state.rng.random() * len(index.shareable))])
+            if fact is None or not knowledge_rules.is_shareable(fact, rules, now):
+                continue
+            if fact.origin in heard.origins or any(
+                listener_key in (hop.teller, hop.listener) for hop in fact.chain
+            ):
+                continue
+            if fact.category == "faction_intel" and state.rng.random() > teller.traits.faction_loyalty:
+                continue
+            attitude = state.pack.attitude(listener.faction.faction, teller.faction.faction)
+            modifier = state.pack.relationships.attitude_modifiers[attitude]
+            trust = rel_rules.clamp(0.5 + 0.5 * listener.traits.credulity + modifier)
+            learned = self.learn(
+                listener,
+                content=fact.content,
+                category=fact.category,
+                subject=fact.subject,
+                topic=fact.topic,
+                tags=fact.tags,
+                confidence=max(0.0, fact.confidence - rules.hop_decay) * trust,
+                importance=fact.importance,
+                source="gossip",
+                room=room,
+                origin=fact.origin,
+                hops=fact.hops + 1,
+                chain=fact.chain,
+                teller=teller_key,
+                expires_in=None if fact.expires is None else fact.expires - now,
+            )
+            if learned is None:
+                continue
+            if learned.believed:
+                self.hearsay(listener, learned, rules.hearsay_factor)
+            return True
+        return False

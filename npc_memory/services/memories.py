@@ -1,0 +1,157 @@
+"""What NPCs remember: storing memories within the caps, reinforcing habits, listing
+them by salience, and the memory-count milestones of each NPC–player pair."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from npc_memory.components import (
+    EpisodicMemory,
+    Memory,
+    MemoryKind,
+    NpcHandle,
+    PairMemories,
+    ProceduralMemory,
+    Scope,
+    SemanticMemory,
+    TriggerContext,
+    Valence,
+)
+from npc_memory.events import MemoryMilestone
+from npc_memory.rules import memory as memory_rules
+from npc_memory.rules import relationships as rel_rules
+from npc_memory.services.relationships import RelationshipService
+from npc_memory.state import WorldState
+
+
+class MemoryService:
+    """Memories of one plugin's NPCs (arguments arrive checked by the facade)."""
+
+    def __init__(self, state: WorldState, relationships: RelationshipService) -> None:
+        self.state = state
+        self.relationships = relationships
+
+    def remember(
+        self,
+        npc: NpcHandle,
+        player: str | None,
+        content: str,
+        *,
+        kind: MemoryKind = "episodic",
+        tags: tuple[str, ...] = (),
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        valence: Valence = "neutral",
+        intensity: float = 0.0,
+        locked: bool = False,
+        scope: Scope = "session",
+        room: str | None = None,
+        source_conversation: str | None = None,
+        pattern: str | None = None,
+        trigger: TriggerContext | None = None,
+        source_episodes: tuple[str, ...] = (),
+        affect_relationship: bool = False,
+    ) -> Memory:
+        """Store a memory of ``npc`` about ``player`` (``None``: the world) within the
+        pair's caps, or reinforce the same habit; see ``MemoryPlugin.remember``."""
+        now = self.state.clock.now
+        key = player
+        pair = npc.bank.pair_for_write(key)
+        memory_id = f"m{npc.bank.next_id}"
+        common = {
+            "content": content,
+            "tags": tags,
+            "importance": float(importance),
+            "confidence": float(confidence),
+            "valence": valence,
+            "intensity": float(intensity),
+            "created": now,
+            "last_accessed": now,
+            "locked": bool(locked),
+            "scope": scope,
+            "room": npc.location.room if room is None else room,
+            "source_conversation": source_conversation,
+        }
+        memory: Memory
+        if kind == "episodic":
+            memory = EpisodicMemory(id=memory_id, **common)  # type: ignore[arg-type]
+        elif kind == "semantic":
+            memory = SemanticMemory(id=memory_id, source_episodes=source_episodes, **common)  # type: ignore[arg-type]
+        else:
+            memory = ProceduralMemory(
+                id=memory_id,
+                pattern=content if pattern is None else pattern,
+                trigger=trigger or TriggerContext(),
+                **common,  # type: ignore[arg-type]
+            )
+        habit = same_habit(pair, memory) if isinstance(memory, ProceduralMemory) else None
+        if habit is not None:
+            memory = msgspec.structs.replace(
+                habit,
+                reinforcement=habit.reinforcement + 1,
+                last_accessed=now,
+                importance=max(habit.importance, memory.importance),
+                locked=habit.locked or memory.locked,
+            )
+            pair.procedural[pair.procedural.index(habit)] = memory
+        else:
+            memory_rules.insert(pair, memory, self.state.pack.memory, now)
+            npc.bank.next_id += 1
+        self.state.mark(npc.identity.key)
+        if key is not None and habit is None:
+            self._check_milestone(npc, key, len(pair))
+        if affect_relationship and key is not None:
+            deltas = rel_rules.memory_deltas(
+                tags, importance, intensity, valence, self.state.pack.relationships
+            )
+            if deltas:
+                self.relationships.change(npc, key, deltas)
+        return memory
+
+    def memories(self, npc: NpcHandle, player: str | None, kind: MemoryKind | None = None) -> list[Memory]:
+        """The memories ``npc`` holds about ``player`` (``None``: the world), highest
+        salience first; only those of ``kind`` if given."""
+        pair = npc.bank.pair(player)
+        if pair is None:
+            return []
+        records: Sequence[Memory] = pair.all() if kind is None else getattr(pair, kind)
+        rules = self.state.pack.memory
+        return memory_rules.rank_by_salience(
+            list(records), self.state.clock.now, rules.recency_days, rules.intensity_retention
+        )
+
+    def salience(self, memory: Memory) -> float:
+        """Salience of ``memory`` now, in [0, 1]."""
+        rules = self.state.pack.memory
+        return memory_rules.salience(
+            memory, self.state.clock.now, rules.recency_days, rules.intensity_retention
+        )
+
+    def _check_milestone(self, npc: NpcHandle, player: str, count: int) -> None:
+        reached = npc.bank.milestones.get(player, 0)
+        passed = [m for m in self.state.pack.knowledge.memory_milestones if reached < m <= count]
+        if passed:
+            npc.bank.milestones[player] = passed[-1]
+            self.state.publish(
+                MemoryMilestone(
+                    game_time=self.state.clock.now,
+                    npc=npc.identity.key,
+                    player=player,
+                    milestone=passed[-1],
+                    count=count,
+                )
+            )
+
+
+def same_habit(pair: PairMemories, memory: ProceduralMemory) -> ProceduralMemory | None:
+    """The habit ``memory`` reinforces: same trigger and first tag (or same pattern,
+    untagged), if the pair holds one."""
+    for held in pair.procedural:
+        if held.trigger != memory.trigger:
+            continue
+        same_tag = bool(memory.tags) and held.tags[:1] == memory.tags[:1]
+        if same_tag or (not memory.tags and held.pattern == memory.pattern):
+            return held
+    return None

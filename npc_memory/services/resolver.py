@@ -1,0 +1,47 @@
+"""Turning what callers pass (entity ids, keys) into handles: live NPCs and players,
+or, for reads, ones the store holds that are not in the live world."""
+
+from __future__ import annotations
+
+from npc_memory.components import NpcHandle, PlayerHandle
+from npc_memory.errors import UnknownEntityError
+from npc_memory.rules.validation import MAX_KEY_CHARS, check_text
+from npc_memory.services.persistence import handle_of
+from npc_memory.state import Ref, WorldState
+
+
+class Resolver:
+    """Resolves refs against the registry, then (``stored=True``) the stored documents."""
+
+    def __init__(self, state: WorldState) -> None:
+        self.state = state
+
+    def npc(self, ref: Ref, *, stored: bool = False) -> NpcHandle:
+        """The NPC ``ref`` names: live, or with ``stored`` a read-only stored one."""
+        handle = self._stored(ref) if stored else None
+        if handle is None:
+            handle = self.state.registry.handle(ref)
+        if not isinstance(handle, NpcHandle):
+            raise UnknownEntityError(f"{handle.identity.key!r} is a player, not an NPC")
+        return handle
+
+    def player(self, ref: Ref, *, stored: bool = False) -> PlayerHandle:
+        """The player ``ref`` names: live, or with ``stored`` a read-only stored one."""
+        handle = self._stored(ref) if stored else None
+        if handle is None:
+            handle = self.state.registry.handle(ref)
+        if not isinstance(handle, PlayerHandle):
+            raise UnknownEntityError(f"{handle.identity.key!r} is an NPC, not a player")
+        return handle
+
+    def subject(self, subject: Ref) -> str:
+        """The key a fact about ``subject`` is filed under (an NPC, a player, or any name)."""
+        if isinstance(subject, str) and subject not in self.state.registry.by_key:
+            return check_text("subject", subject, MAX_KEY_CHARS)  # a stored or absent player, or a name
+        return self.state.registry.handle(subject).identity.key
+
+    def _stored(self, ref: Ref) -> NpcHandle | PlayerHandle | None:
+        if not isinstance(ref, str) or ref in self.state.registry.by_key:
+            return None
+        document = self.state.stored.get(ref)
+        return None if document is None else handle_of(document)

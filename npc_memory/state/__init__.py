@@ -1,0 +1,64 @@
+"""The shared resources of one installed plugin (Bevy's "resources"): its world, pack,
+clock and random generator, the registry of live NPCs and players, the documents of
+stored ones, the set of keys whose documents changed, and the event queue.
+
+Services receive a :class:`WorldState` and their collaborators; nothing here holds
+behaviour beyond bookkeeping.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from npc_memory.clock import GameClock
+from npc_memory.content import Pack
+from npc_memory.events import Event
+from npc_memory.state.bus import ErrorPolicy, EventBus, EventQueue, Subscription
+from npc_memory.state.registry import Ref, Registry, RegistryListener
+from npc_memory.state.world import world_context
+from npc_memory.store.documents import Document
+
+
+@dataclass
+class WorldState:
+    """Everything the services of one plugin share.
+
+    ``stored``: documents of NPCs and players the store holds that are not in the live
+    world. ``dirty``: keys whose documents changed since they were last handed to the
+    store (only tracked when ``persistent``). ``deleted``: keys to delete from the store.
+    """
+
+    world: str
+    pack: Pack
+    clock: GameClock
+    rng: random.Random
+    seed: int
+    registry: Registry
+    events: EventQueue
+    stored: dict[str, Document] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)
+    deleted: set[str] = field(default_factory=set)
+    persistent: bool = False
+
+    def mark(self, key: str) -> None:
+        """The document of ``key`` changed: persist it with the next snapshot."""
+        if self.persistent:
+            self.dirty.add(key)
+
+    def publish(self, event: Event) -> None:
+        """Queue ``event``; it is delivered once the current change is complete."""
+        self.events.push(event)
+
+
+__all__ = [
+    "ErrorPolicy",
+    "EventBus",
+    "EventQueue",
+    "Ref",
+    "Registry",
+    "RegistryListener",
+    "Subscription",
+    "WorldState",
+    "world_context",
+]
