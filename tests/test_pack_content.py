@@ -8,15 +8,20 @@ import json
 
 import pytest
 
+from npc_memory.content import load_pack, parse_pack
 from npc_memory.extraction.rules import RuleBasedExtractor
 
 from .extraction_cases import GOLDEN, cases, encode
+
+MINIMAL = '[pack]\nname = "tiny"\n'
 
 
 @pytest.mark.parametrize(
     "extractor",
     [
         pytest.param(lambda: RuleBasedExtractor(), id="no-rules"),
+        pytest.param(lambda: RuleBasedExtractor(load_pack("village").extraction), id="village-pack"),
+        pytest.param(lambda: RuleBasedExtractor(parse_pack(MINIMAL).extraction), id="minimal-pack"),
     ],
 )
 def test_default_rules_reproduce_the_recorded_output_byte_for_byte(extractor: object) -> None:

@@ -1,4 +1,5 @@
-"""The content-pack schema: factions, archetypes, relationship rules, caps, budgets.
+"""The content-pack schema: factions, archetypes, relationship rules, caps, budgets,
+the rule extractor's tags and cues, and the wording of memories and context.
 
 A pack is TOML validated by these pydantic models; every model forbids unknown
 fields, so a typo is an error rather than a silently ignored setting.
@@ -7,13 +8,24 @@ fields, so a typo is an error rather than a silently ignored setting.
 from __future__ import annotations
 
 import math
+import re
+import string
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from npc_memory.components.knowledge import FactCategory
 from npc_memory.components.memory import Valence
 from npc_memory.components.relationship import Dimension
+from npc_memory.content import defaults
 
 Attitude = Literal["allied", "friendly", "neutral", "unfriendly", "hostile"]
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
@@ -48,6 +60,50 @@ DEFAULT_VALENCE_ADJUSTMENTS: dict[Valence, dict[Dimension, float]] = {
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_pattern(value: str) -> str:
+    """A cue word: a regular expression that compiles on its own and as one whole-word
+    alternative of a cue, and cannot match nothing at all."""
+    try:
+        bare = re.compile(value, re.IGNORECASE)
+        re.compile(rf"\b(?:{value})\b", re.IGNORECASE)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+    if bare.fullmatch("") is not None:
+        raise ValueError(f"regular expression {value!r} matches the empty string")
+    return value
+
+
+Pattern = Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_check_pattern)]
+"""A case-insensitive regular expression matched as a whole word or phrase; plain words
+and phrases ("how much") are valid as they are."""
+
+_SAMPLE_VALUES: dict[str, object] = {
+    "player": "Alice", "tag": "trade", "time": "morning", "label": "traded with me",
+    "speaker": "Hilda", "quote": "How much?", "habitually": "habitually ", "count": 3,
+}
+
+
+def _template(*names: str) -> AfterValidator:
+    """A ``str.format`` template that may use only the placeholders ``names``."""
+    allowed = ", ".join("{" + name + "}" for name in names)
+
+    def check(value: str) -> str:
+        try:
+            used = [field for _, field, _, _ in string.Formatter().parse(value) if field is not None]
+        except ValueError as exc:
+            raise ValueError(f"invalid template {value!r}: {exc}") from None
+        unknown = sorted({field or "{}" for field in used if field not in names})
+        if unknown:
+            raise ValueError(f"unknown placeholder {', '.join(unknown)} in {value!r}; use {allowed}")
+        try:
+            value.format(**{name: _SAMPLE_VALUES[name] for name in names})
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"invalid template {value!r}: {exc}") from None
+        return value
+
+    return AfterValidator(check)
 
 
 class PackInfo(_Model):
@@ -390,6 +446,108 @@ class ContextRules(_Model):
         return value
 
 
+Who = Literal["player", "npc", "any"]
+
+
+class Cue(_Model):
+    """Words that mark a conversation with a tag when ``who`` says one of them: the
+    player, the NPC or anyone. Each word is a :data:`Pattern`; a word preceded by a
+    negation ("I won't steal") does not count."""
+
+    who: Who = "any"
+    words: Annotated[list[Pattern], Field(min_length=1)]
+
+
+class ExtractionTag(_Model):
+    """A tag the rule extractor can give a memory, and what such a memory is like.
+
+    ``description`` explains the tag to the LLM extractor (its tag vocabulary).
+    Tags with the same ``group`` make one memory (a tag without a group is a group of
+    its own), led by its most important tag: the memory's ``importance`` and wording
+    (``label``) come from that tag, its ``kind`` is ``episodic`` or ``semantic`` (facts
+    about the player), and a habit marker makes an episodic memory ``procedural``
+    unless the leading tag is not ``habitual``. The memory is negative if any of its
+    tags has a negative ``valence``, else positive if any is positive. A tag without
+    ``cues`` is never found by the rules, but the LLM may still use it.
+    """
+
+    description: Annotated[str, Field(min_length=1, max_length=200)]
+    group: Key | None = None
+    importance: Unit
+    valence: Valence = "neutral"
+    kind: Literal["episodic", "semantic"] = "episodic"
+    habitual: bool = True
+    label: Annotated[str, Field(min_length=1, max_length=200)]
+    cues: list[Cue] = Field(default_factory=list)
+
+
+class Intensity(_Model):
+    """How charged a conversation was: ``base`` + ``per_exclamation`` × exclamation
+    marks (at most ``max_exclamations``) + ``per_heat_word`` × matches of ``heat_words``
+    (at most ``max_heat_words``), at most 1. A memory of intensity above ``boost_above``
+    gains ``importance_boost`` importance (at most 1)."""
+
+    base: Unit = 0.3
+    per_exclamation: Unit = 0.1
+    max_exclamations: Annotated[int, Field(ge=0, le=20)] = 3
+    heat_words: list[Pattern] = Field(default_factory=lambda: list(defaults.HEAT_WORDS))
+    per_heat_word: Unit = 0.15
+    max_heat_words: Annotated[int, Field(ge=0, le=20)] = 2
+    boost_above: Unit = 0.6
+    importance_boost: Unit = 0.1
+
+
+class ExtractionRules(_Model):
+    """The rule-based extractor's vocabulary: which tags it finds, by which words, and
+    how it words the memories.
+
+    ``tags`` are merged over the built-in ones (heroic, combat, helpful, quest, theft,
+    trade, gift, threat, insult, betrayal, secret, personal) field by field: a pack can
+    add a tag, or change one field of a built-in tag (``cues = []`` turns it off).
+    Groups keep the order of their first tag when memories tie on importance.
+    ``negations`` cancel a cue up to ``negation_reach`` words before it;
+    ``habit_markers`` ("always", "every week") make deeds and exchanges habits.
+    A memory reads ``template`` with ``{player}``, ``{habitually}`` (``habitually``
+    for a habit, else empty), ``{label}``, ``{speaker}`` and ``{quote}`` (the line that
+    gave the leading tag away, cut to ``quote_limit`` characters).
+    """
+
+    tags: dict[Key, ExtractionTag] = Field(default_factory=dict, validate_default=True)
+    negations: list[Pattern] = Field(default_factory=lambda: list(defaults.NEGATIONS))
+    negation_reach: Annotated[int, Field(ge=0, le=5)] = 2
+    habit_markers: list[Pattern] = Field(default_factory=lambda: list(defaults.HABIT_MARKERS))
+    intensity: Intensity = Intensity()
+    template: Annotated[
+        str,
+        Field(min_length=1, max_length=300),
+        _template("player", "habitually", "label", "speaker", "quote"),
+    ] = defaults.MEMORY_TEMPLATE
+    habitually: Annotated[str, Field(max_length=50)] = defaults.HABITUALLY
+    quote_limit: Annotated[int, Field(ge=20, le=480)] = 160
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _merge_tags(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        merged: dict[Any, Any] = {tag: dict(entry) for tag, entry in defaults.EXTRACTION_TAGS.items()}
+        for tag, entry in value.items():
+            base = merged.get(tag)
+            merged[tag] = {**base, **entry} if base is not None and isinstance(entry, dict) else entry
+        return merged
+
+    def vocabulary(self) -> list[tuple[str, str]]:
+        """(tag, description) of every tag, for the LLM extractor's prompt."""
+        return [(tag, entry.description) for tag, entry in self.tags.items()]
+
+    def groups(self) -> list[tuple[str, tuple[str, ...]]]:
+        """(group, its tags) in the order of each group's first tag."""
+        found: dict[str, list[str]] = {}
+        for tag, entry in self.tags.items():
+            found.setdefault(entry.group or tag, []).append(tag)
+        return [(group, tuple(tags)) for group, tags in found.items()]
+
+
 class Pack(_Model):
     """A whole content pack."""
 
@@ -402,6 +560,7 @@ class Pack(_Model):
     llm: LlmRules = LlmRules()
     knowledge: KnowledgeRules = KnowledgeRules()
     context: ContextRules = ContextRules()
+    extraction: ExtractionRules = ExtractionRules()
 
     @model_validator(mode="after")
     def _references_exist(self) -> Pack:
