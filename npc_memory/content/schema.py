@@ -287,6 +287,47 @@ class RelationshipRules(_Model):
         return value
 
 
+SummaryTemplate = Annotated[str, Field(min_length=1, max_length=300), _template("player", "tag")]
+HabitTemplate = Annotated[str, Field(min_length=1, max_length=300), _template("player", "tag", "time")]
+
+
+class ConsolidationTemplates(_Model):
+    """How consolidation words what it learns, per memory tag.
+
+    A cluster of episodes sharing a tag becomes the semantic memory
+    ``summaries[tag]`` (or ``summary_fallback`` for a tag without one) followed by
+    ``times_suffix``; placeholders ``{player}`` (the player's name) and ``{tag}``. A
+    habit becomes the procedural memory ``habits[tag]`` (or ``habit_fallback``), which
+    may also use ``{time}`` (morning, afternoon, evening or night). ``times_suffix`` may
+    use ``{count}``, the number of episodes. Entries are merged over the built-in ones
+    (a summary for each extractor tag; habits for trade and theft).
+    """
+
+    summaries: dict[Key, SummaryTemplate] = Field(default_factory=dict, validate_default=True)
+    habits: dict[Key, HabitTemplate] = Field(default_factory=dict, validate_default=True)
+    summary_fallback: SummaryTemplate = defaults.SUMMARY_FALLBACK
+    habit_fallback: HabitTemplate = defaults.HABIT_FALLBACK
+    times_suffix: Annotated[str, Field(max_length=100), _template("count")] = defaults.TIMES_SUFFIX
+
+    @field_validator("summaries", mode="before")
+    @classmethod
+    def _merge_summaries(cls, value: Any) -> Any:
+        return {**defaults.SUMMARY_TEMPLATES, **value} if isinstance(value, dict) else value
+
+    @field_validator("habits", mode="before")
+    @classmethod
+    def _merge_habits(cls, value: Any) -> Any:
+        return {**defaults.HABIT_TEMPLATES, **value} if isinstance(value, dict) else value
+
+    def summary_template(self, tag: str) -> str:
+        """The template of the summary of a cluster sharing ``tag``."""
+        return self.summaries.get(tag, self.summary_fallback)
+
+    def habit_template(self, tag: str) -> str:
+        """The template of the habit of a cluster sharing ``tag``."""
+        return self.habits.get(tag, self.habit_fallback)
+
+
 class MemoryRules(_Model):
     """Memory salience, caps per NPC–player pair, forgetting and consolidation.
 
@@ -298,7 +339,8 @@ class MemoryRules(_Model):
     ConsolidationSystem turns ``consolidate_min`` or more unlocked-or-not episodic
     memories of a pair, older than ``consolidate_after_days`` and sharing a tag, into
     one semantic memory; ``habit_min`` episodes sharing a tag at the same time of day
-    become a procedural one.
+    become a procedural one, both worded by ``consolidation`` (see
+    :class:`ConsolidationTemplates`).
     """
 
     recency_days: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 30.0
@@ -312,6 +354,7 @@ class MemoryRules(_Model):
     episodic_cap: PositiveInt = 200
     semantic_cap: PositiveInt = 50
     procedural_cap: PositiveInt = 20
+    consolidation: ConsolidationTemplates = ConsolidationTemplates()
 
 
 class Budgets(_Model):
