@@ -427,10 +427,16 @@ class KnowledgeRules(_Model):
     A fact is shareable with importance ≥ ``share_min_importance``, confidence ≥
     ``share_min_confidence`` and fewer than ``max_hops`` hops. Each hop costs
     ``hop_decay`` confidence, then scales by the listener's trust in the teller:
-    ``0.5 + 0.5·credulity`` plus the listener faction's attitude modifier towards the
-    teller's faction, clamped to [0, 1]. Hearsay about a player moves the listener's
-    relationship by the tag rules × confidence × ``hearsay_factor``. Evidence weighs
-    ``confidence × source_weights[source]``.
+    ``gossip_trust_base + gossip_trust_credulity × credulity`` (0.5 + 0.5·credulity)
+    plus the listener faction's attitude modifier towards the teller's faction, clamped
+    to [0, 1]. Hearsay about a player moves the listener's relationship by the tag rules
+    × confidence × ``hearsay_factor``, as a memory of intensity ``hearsay_intensity``
+    would. Evidence weighs ``confidence × source_weights[source]``.
+
+    Who gossips: a teller is picked with weight ``sociability × gossip_drive +
+    gossip_weight_floor`` and a listener with ``sociability + gossip_weight_floor``, so
+    even a taciturn NPC talks now and then; one exchange tries up to
+    ``gossip_candidates_per_exchange`` of the teller's facts before giving up.
     """
 
     cap: PositiveInt = 500
@@ -439,6 +445,11 @@ class KnowledgeRules(_Model):
     share_min_importance: Unit = 0.5
     share_min_confidence: Unit = 0.2
     hearsay_factor: Unit = 0.5
+    hearsay_intensity: Unit = 0.5
+    gossip_trust_base: Unit = 0.5
+    gossip_trust_credulity: Unit = 0.5
+    gossip_weight_floor: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.01
+    gossip_candidates_per_exchange: Annotated[int, Field(ge=1, le=100)] = 4
     source_weights: dict[FactSourceName, Unit] = Field(default_factory=lambda: dict(DEFAULT_SOURCE_WEIGHTS))
     memory_milestones: list[PositiveInt] = Field(default_factory=lambda: [10, 25, 50, 100])
     reputation_bands: list[Annotated[float, Field(gt=-1.0, lt=1.0)]] = Field(
@@ -459,13 +470,52 @@ class KnowledgeRules(_Model):
         return value
 
 
+Disposition = Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False)]
+
+
+class ContextWording(_Model):
+    """The levels at which the context text words a relationship.
+
+    Attitude, from the disposition: above ``warmly_above`` (0.5) "you regard them
+    warmly", above ``positively_above`` (0.15) "positively", below ``hostility_below``
+    (−0.5) "with hostility", below ``negatively_below`` (−0.15) "negatively", else
+    neutral. Details: trust above ``trustworthy_above`` (0.7) "trustworthy", below
+    ``untrustworthy_below`` (0.3) "untrustworthy"; fear above ``intimidating_above``
+    (0.5) "intimidating"; respect above ``respectable_above`` (0.7) "respectable". The
+    ``{reputation}`` placeholder says "stranger" for a player the NPC has not met whose
+    disposition is within ``stranger_within`` (0.15) of neutral.
+    """
+
+    warmly_above: Disposition = 0.5
+    positively_above: Disposition = 0.15
+    negatively_below: Disposition = -0.15
+    hostility_below: Disposition = -0.5
+    trustworthy_above: Unit = 0.7
+    untrustworthy_below: Unit = 0.3
+    intimidating_above: Unit = 0.5
+    respectable_above: Unit = 0.7
+    stranger_within: Unit = 0.15
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ContextWording:
+        levels = (self.hostility_below, self.negatively_below, 0.0, self.positively_above, self.warmly_above)
+        if list(levels) != sorted(levels):
+            raise ValueError(
+                "need hostility_below <= negatively_below <= 0 <= positively_above <= warmly_above"
+            )
+        if not self.untrustworthy_below <= self.trustworthy_above:
+            raise ValueError("need untrustworthy_below <= trustworthy_above")
+        return self
+
+
 class ContextRules(_Model):
     """The read path: how ``plugin.context`` spends a token budget and ranks memories.
 
     Each provider named in ``shares`` gets that share of the budget left after the
     ``safety_buffer`` (tokens); providers without a share split what remains. Recall
     ranks by ``relevance_weight`` × relevance + (1 − it) × salience. Facts believed with
-    less than ``uncertain_below`` confidence are worded as hearsay.
+    less than ``uncertain_below`` confidence are worded as hearsay. ``wording`` holds the
+    levels at which a relationship is put into words (see :class:`ContextWording`).
     """
 
     shares: dict[Key, Unit] = Field(
@@ -480,6 +530,7 @@ class ContextRules(_Model):
     relevance_weight: Unit = 0.7
     recall_k: PositiveInt = 8
     uncertain_below: Unit = 0.6
+    wording: ContextWording = ContextWording()
 
     @field_validator("shares")
     @classmethod
