@@ -67,9 +67,12 @@ def _check_pattern(value: str) -> str:
     alternative of a cue, and cannot match nothing at all."""
     try:
         bare = re.compile(value, re.IGNORECASE)
-        re.compile(rf"\b(?:{value})\b", re.IGNORECASE)
     except re.error as exc:
         raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+    try:
+        re.compile(rf"\b(?:{value})\b", re.IGNORECASE)
+    except re.error as exc:  # e.g. inline global flags: (?i) must start the whole pattern
+        raise ValueError(f"regular expression {value!r} cannot be one of a cue's words: {exc.msg}") from None
     if bare.fullmatch("") is not None:
         raise ValueError(f"regular expression {value!r} matches the empty string")
     return value
