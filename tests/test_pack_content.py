@@ -330,3 +330,9 @@ def test_pack_validate_names_a_bad_cue(tmp_path: Path, capsys: pytest.CaptureFix
     good = tmp_path / "good.toml"
     good.write_text(SMUGGLING)
     assert main(["pack", "validate", str(good)]) == 0
+
+
+def test_a_pack_round_trips_through_its_dump() -> None:
+    # Merging over the built-in entries must be idempotent: a dumped pack reloads equal.
+    pack = parse_pack(SMUGGLING + "[extraction.tags.trade]\nimportance = 0.4\n")
+    assert type(pack).model_validate(pack.model_dump()) == pack
