@@ -1,4 +1,5 @@
-"""The content-pack schema: factions, archetypes, relationship rules, caps, budgets.
+"""The content-pack schema: factions, archetypes, relationship rules, caps, budgets,
+the rule extractor's tags and cues, and the wording of memories and context.
 
 A pack is TOML validated by these pydantic models; every model forbids unknown
 fields, so a typo is an error rather than a silently ignored setting.
@@ -7,13 +8,24 @@ fields, so a typo is an error rather than a silently ignored setting.
 from __future__ import annotations
 
 import math
+import re
+import string
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from npc_memory.components.knowledge import FactCategory
 from npc_memory.components.memory import Valence
 from npc_memory.components.relationship import Dimension
+from npc_memory.content import defaults
 
 Attitude = Literal["allied", "friendly", "neutral", "unfriendly", "hostile"]
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
@@ -48,6 +60,53 @@ DEFAULT_VALENCE_ADJUSTMENTS: dict[Valence, dict[Dimension, float]] = {
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_pattern(value: str) -> str:
+    """A cue word: a regular expression that compiles on its own and as one whole-word
+    alternative of a cue, and cannot match nothing at all."""
+    try:
+        bare = re.compile(value, re.IGNORECASE)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+    try:
+        re.compile(rf"\b(?:{value})\b", re.IGNORECASE)
+    except re.error as exc:  # e.g. inline global flags: (?i) must start the whole pattern
+        raise ValueError(f"regular expression {value!r} cannot be one of a cue's words: {exc.msg}") from None
+    if bare.fullmatch("") is not None:
+        raise ValueError(f"regular expression {value!r} matches the empty string")
+    return value
+
+
+Pattern = Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_check_pattern)]
+"""A case-insensitive regular expression matched as a whole word or phrase; plain words
+and phrases ("how much") are valid as they are."""
+
+_SAMPLE_VALUES: dict[str, object] = {
+    "player": "Alice", "tag": "trade", "time": "morning", "label": "traded with me",
+    "speaker": "Hilda", "quote": "How much?", "habitually": "habitually ", "count": 3,
+}
+
+
+def _template(*names: str) -> AfterValidator:
+    """A ``str.format`` template that may use only the placeholders ``names``."""
+    allowed = ", ".join("{" + name + "}" for name in names)
+
+    def check(value: str) -> str:
+        try:
+            used = [field for _, field, _, _ in string.Formatter().parse(value) if field is not None]
+        except ValueError as exc:
+            raise ValueError(f"invalid template {value!r}: {exc}") from None
+        unknown = sorted({field or "{}" for field in used if field not in names})
+        if unknown:
+            raise ValueError(f"unknown placeholder {', '.join(unknown)} in {value!r}; use {allowed}")
+        try:
+            value.format(**{name: _SAMPLE_VALUES[name] for name in names})
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"invalid template {value!r}: {exc}") from None
+        return value
+
+    return AfterValidator(check)
 
 
 class PackInfo(_Model):
@@ -231,6 +290,47 @@ class RelationshipRules(_Model):
         return value
 
 
+SummaryTemplate = Annotated[str, Field(min_length=1, max_length=300), _template("player", "tag")]
+HabitTemplate = Annotated[str, Field(min_length=1, max_length=300), _template("player", "tag", "time")]
+
+
+class ConsolidationTemplates(_Model):
+    """How consolidation words what it learns, per memory tag.
+
+    A cluster of episodes sharing a tag becomes the semantic memory
+    ``summaries[tag]`` (or ``summary_fallback`` for a tag without one) followed by
+    ``times_suffix``; placeholders ``{player}`` (the player's name) and ``{tag}``. A
+    habit becomes the procedural memory ``habits[tag]`` (or ``habit_fallback``), which
+    may also use ``{time}`` (morning, afternoon, evening or night). ``times_suffix`` may
+    use ``{count}``, the number of episodes. Entries are merged over the built-in ones
+    (a summary for each extractor tag; habits for trade and theft).
+    """
+
+    summaries: dict[Key, SummaryTemplate] = Field(default_factory=dict, validate_default=True)
+    habits: dict[Key, HabitTemplate] = Field(default_factory=dict, validate_default=True)
+    summary_fallback: SummaryTemplate = defaults.SUMMARY_FALLBACK
+    habit_fallback: HabitTemplate = defaults.HABIT_FALLBACK
+    times_suffix: Annotated[str, Field(max_length=100), _template("count")] = defaults.TIMES_SUFFIX
+
+    @field_validator("summaries", mode="before")
+    @classmethod
+    def _merge_summaries(cls, value: Any) -> Any:
+        return {**defaults.SUMMARY_TEMPLATES, **value} if isinstance(value, dict) else value
+
+    @field_validator("habits", mode="before")
+    @classmethod
+    def _merge_habits(cls, value: Any) -> Any:
+        return {**defaults.HABIT_TEMPLATES, **value} if isinstance(value, dict) else value
+
+    def summary_template(self, tag: str) -> str:
+        """The template of the summary of a cluster sharing ``tag``."""
+        return self.summaries.get(tag, self.summary_fallback)
+
+    def habit_template(self, tag: str) -> str:
+        """The template of the habit of a cluster sharing ``tag``."""
+        return self.habits.get(tag, self.habit_fallback)
+
+
 class MemoryRules(_Model):
     """Memory salience, caps per NPC–player pair, forgetting and consolidation.
 
@@ -242,7 +342,8 @@ class MemoryRules(_Model):
     ConsolidationSystem turns ``consolidate_min`` or more unlocked-or-not episodic
     memories of a pair, older than ``consolidate_after_days`` and sharing a tag, into
     one semantic memory; ``habit_min`` episodes sharing a tag at the same time of day
-    become a procedural one.
+    become a procedural one, both worded by ``consolidation`` (see
+    :class:`ConsolidationTemplates`).
     """
 
     recency_days: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 30.0
@@ -256,6 +357,7 @@ class MemoryRules(_Model):
     episodic_cap: PositiveInt = 200
     semantic_cap: PositiveInt = 50
     procedural_cap: PositiveInt = 20
+    consolidation: ConsolidationTemplates = ConsolidationTemplates()
 
 
 class Budgets(_Model):
@@ -328,10 +430,16 @@ class KnowledgeRules(_Model):
     A fact is shareable with importance ≥ ``share_min_importance``, confidence ≥
     ``share_min_confidence`` and fewer than ``max_hops`` hops. Each hop costs
     ``hop_decay`` confidence, then scales by the listener's trust in the teller:
-    ``0.5 + 0.5·credulity`` plus the listener faction's attitude modifier towards the
-    teller's faction, clamped to [0, 1]. Hearsay about a player moves the listener's
-    relationship by the tag rules × confidence × ``hearsay_factor``. Evidence weighs
-    ``confidence × source_weights[source]``.
+    ``gossip_trust_base + gossip_trust_credulity × credulity`` (0.5 + 0.5·credulity)
+    plus the listener faction's attitude modifier towards the teller's faction, clamped
+    to [0, 1]. Hearsay about a player moves the listener's relationship by the tag rules
+    × confidence × ``hearsay_factor``, as a memory of intensity ``hearsay_intensity``
+    would. Evidence weighs ``confidence × source_weights[source]``.
+
+    Who gossips: a teller is picked with weight ``sociability × gossip_drive +
+    gossip_weight_floor`` and a listener with ``sociability + gossip_weight_floor``, so
+    even a taciturn NPC talks now and then; one exchange tries up to
+    ``gossip_candidates_per_exchange`` of the teller's facts before giving up.
     """
 
     cap: PositiveInt = 500
@@ -340,6 +448,11 @@ class KnowledgeRules(_Model):
     share_min_importance: Unit = 0.5
     share_min_confidence: Unit = 0.2
     hearsay_factor: Unit = 0.5
+    hearsay_intensity: Unit = 0.5
+    gossip_trust_base: Unit = 0.5
+    gossip_trust_credulity: Unit = 0.5
+    gossip_weight_floor: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.01
+    gossip_candidates_per_exchange: Annotated[int, Field(ge=1, le=100)] = 4
     source_weights: dict[FactSourceName, Unit] = Field(default_factory=lambda: dict(DEFAULT_SOURCE_WEIGHTS))
     memory_milestones: list[PositiveInt] = Field(default_factory=lambda: [10, 25, 50, 100])
     reputation_bands: list[Annotated[float, Field(gt=-1.0, lt=1.0)]] = Field(
@@ -360,13 +473,52 @@ class KnowledgeRules(_Model):
         return value
 
 
+Disposition = Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False)]
+
+
+class ContextWording(_Model):
+    """The levels at which the context text words a relationship.
+
+    Attitude, from the disposition: above ``warmly_above`` (0.5) "you regard them
+    warmly", above ``positively_above`` (0.15) "positively", below ``hostility_below``
+    (−0.5) "with hostility", below ``negatively_below`` (−0.15) "negatively", else
+    neutral. Details: trust above ``trustworthy_above`` (0.7) "trustworthy", below
+    ``untrustworthy_below`` (0.3) "untrustworthy"; fear above ``intimidating_above``
+    (0.5) "intimidating"; respect above ``respectable_above`` (0.7) "respectable". The
+    ``{reputation}`` placeholder says "stranger" for a player the NPC has not met whose
+    disposition is within ``stranger_within`` (0.15) of neutral.
+    """
+
+    warmly_above: Disposition = 0.5
+    positively_above: Disposition = 0.15
+    negatively_below: Disposition = -0.15
+    hostility_below: Disposition = -0.5
+    trustworthy_above: Unit = 0.7
+    untrustworthy_below: Unit = 0.3
+    intimidating_above: Unit = 0.5
+    respectable_above: Unit = 0.7
+    stranger_within: Unit = 0.15
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ContextWording:
+        levels = (self.hostility_below, self.negatively_below, 0.0, self.positively_above, self.warmly_above)
+        if list(levels) != sorted(levels):
+            raise ValueError(
+                "need hostility_below <= negatively_below <= 0 <= positively_above <= warmly_above"
+            )
+        if not self.untrustworthy_below <= self.trustworthy_above:
+            raise ValueError("need untrustworthy_below <= trustworthy_above")
+        return self
+
+
 class ContextRules(_Model):
     """The read path: how ``plugin.context`` spends a token budget and ranks memories.
 
     Each provider named in ``shares`` gets that share of the budget left after the
     ``safety_buffer`` (tokens); providers without a share split what remains. Recall
     ranks by ``relevance_weight`` × relevance + (1 − it) × salience. Facts believed with
-    less than ``uncertain_below`` confidence are worded as hearsay.
+    less than ``uncertain_below`` confidence are worded as hearsay. ``wording`` holds the
+    levels at which a relationship is put into words (see :class:`ContextWording`).
     """
 
     shares: dict[Key, Unit] = Field(
@@ -381,6 +533,7 @@ class ContextRules(_Model):
     relevance_weight: Unit = 0.7
     recall_k: PositiveInt = 8
     uncertain_below: Unit = 0.6
+    wording: ContextWording = ContextWording()
 
     @field_validator("shares")
     @classmethod
@@ -388,6 +541,108 @@ class ContextRules(_Model):
         if sum(value.values()) > 1.0 + 1e-9:
             raise ValueError(f"shares add up to {sum(value.values()):g}; at most 1")
         return value
+
+
+Who = Literal["player", "npc", "any"]
+
+
+class Cue(_Model):
+    """Words that mark a conversation with a tag when ``who`` says one of them: the
+    player, the NPC or anyone. Each word is a :data:`Pattern`; a word preceded by a
+    negation ("I won't steal") does not count."""
+
+    who: Who = "any"
+    words: Annotated[list[Pattern], Field(min_length=1)]
+
+
+class ExtractionTag(_Model):
+    """A tag the rule extractor can give a memory, and what such a memory is like.
+
+    ``description`` explains the tag to the LLM extractor (its tag vocabulary).
+    Tags with the same ``group`` make one memory (a tag without a group is a group of
+    its own), led by its most important tag: the memory's ``importance`` and wording
+    (``label``) come from that tag, its ``kind`` is ``episodic`` or ``semantic`` (facts
+    about the player), and a habit marker makes an episodic memory ``procedural``
+    unless the leading tag is not ``habitual``. The memory is negative if any of its
+    tags has a negative ``valence``, else positive if any is positive. A tag without
+    ``cues`` is never found by the rules, but the LLM may still use it.
+    """
+
+    description: Annotated[str, Field(min_length=1, max_length=200)]
+    group: Key | None = None
+    importance: Unit
+    valence: Valence = "neutral"
+    kind: Literal["episodic", "semantic"] = "episodic"
+    habitual: bool = True
+    label: Annotated[str, Field(min_length=1, max_length=200)]
+    cues: list[Cue] = Field(default_factory=list)
+
+
+class Intensity(_Model):
+    """How charged a conversation was: ``base`` + ``per_exclamation`` × exclamation
+    marks (at most ``max_exclamations``) + ``per_heat_word`` × matches of ``heat_words``
+    (at most ``max_heat_words``), at most 1. A memory of intensity above ``boost_above``
+    gains ``importance_boost`` importance (at most 1)."""
+
+    base: Unit = 0.3
+    per_exclamation: Unit = 0.1
+    max_exclamations: Annotated[int, Field(ge=0, le=20)] = 3
+    heat_words: list[Pattern] = Field(default_factory=lambda: list(defaults.HEAT_WORDS))
+    per_heat_word: Unit = 0.15
+    max_heat_words: Annotated[int, Field(ge=0, le=20)] = 2
+    boost_above: Unit = 0.6
+    importance_boost: Unit = 0.1
+
+
+class ExtractionRules(_Model):
+    """The rule-based extractor's vocabulary: which tags it finds, by which words, and
+    how it words the memories.
+
+    ``tags`` are merged over the built-in ones (heroic, combat, helpful, quest, theft,
+    trade, gift, threat, insult, betrayal, secret, personal) field by field: a pack can
+    add a tag, or change one field of a built-in tag (``cues = []`` turns it off).
+    Groups keep the order of their first tag when memories tie on importance.
+    ``negations`` cancel a cue up to ``negation_reach`` words before it;
+    ``habit_markers`` ("always", "every week") make deeds and exchanges habits.
+    A memory reads ``template`` with ``{player}``, ``{habitually}`` (``habitually``
+    for a habit, else empty), ``{label}``, ``{speaker}`` and ``{quote}`` (the line that
+    gave the leading tag away, cut to ``quote_limit`` characters).
+    """
+
+    tags: dict[Key, ExtractionTag] = Field(default_factory=dict, validate_default=True)
+    negations: list[Pattern] = Field(default_factory=lambda: list(defaults.NEGATIONS))
+    negation_reach: Annotated[int, Field(ge=0, le=5)] = 2
+    habit_markers: list[Pattern] = Field(default_factory=lambda: list(defaults.HABIT_MARKERS))
+    intensity: Intensity = Intensity()
+    template: Annotated[
+        str,
+        Field(min_length=1, max_length=300),
+        _template("player", "habitually", "label", "speaker", "quote"),
+    ] = defaults.MEMORY_TEMPLATE
+    habitually: Annotated[str, Field(max_length=50)] = defaults.HABITUALLY
+    quote_limit: Annotated[int, Field(ge=20, le=480)] = 160
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _merge_tags(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        merged: dict[Any, Any] = {tag: dict(entry) for tag, entry in defaults.EXTRACTION_TAGS.items()}
+        for tag, entry in value.items():
+            base = merged.get(tag)
+            merged[tag] = {**base, **entry} if base is not None and isinstance(entry, dict) else entry
+        return merged
+
+    def vocabulary(self) -> list[tuple[str, str]]:
+        """(tag, description) of every tag, for the LLM extractor's prompt."""
+        return [(tag, entry.description) for tag, entry in self.tags.items()]
+
+    def groups(self) -> list[tuple[str, tuple[str, ...]]]:
+        """(group, its tags) in the order of each group's first tag."""
+        found: dict[str, list[str]] = {}
+        for tag, entry in self.tags.items():
+            found.setdefault(entry.group or tag, []).append(tag)
+        return [(group, tuple(tags)) for group, tags in found.items()]
 
 
 class Pack(_Model):
@@ -402,6 +657,7 @@ class Pack(_Model):
     llm: LlmRules = LlmRules()
     knowledge: KnowledgeRules = KnowledgeRules()
     context: ContextRules = ContextRules()
+    extraction: ExtractionRules = ExtractionRules()
 
     @model_validator(mode="after")
     def _references_exist(self) -> Pack:

@@ -5,7 +5,8 @@ form a cluster; a cluster of ``consolidate_min`` or more becomes one semantic me
 summarising the pattern ("Alice is a regular customer"), importance the cluster's
 maximum, confidence growing with its size, linked to its source episodes. If
 ``habit_min`` of them happened at the same time of day, the pattern is also a habit:
-a procedural memory with that trigger, reinforced by every further cluster.
+a procedural memory with that trigger, reinforced by every further cluster. The
+wording of both comes from the pack (``memory.consolidation``), per tag.
 """
 
 from __future__ import annotations
@@ -15,26 +16,10 @@ from dataclasses import dataclass
 
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components.memory import EpisodicMemory, PairMemories
-from npc_memory.content.schema import MemoryRules
+from npc_memory.content.schema import ConsolidationTemplates, MemoryRules
 
-PATTERNS: dict[str, str] = {
-    "trade": "{player} is a regular customer",
-    "helpful": "{player} often lends a hand",
-    "heroic": "{player} has proved brave again and again",
-    "combat": "{player} is no stranger to a fight",
-    "gift": "{player} is generous with gifts",
-    "quest": "{player} takes on tasks for us",
-    "secret": "{player} confides in me",
-    "theft": "{player} is a thief",
-    "threat": "{player} is dangerous and makes threats",
-    "insult": "{player} is rude to me",
-    "betrayal": "{player} cannot be trusted",
-    "personal": "{player} has told me a lot about themselves",
-}
-HABITS: dict[str, str] = {
-    "trade": "{player} usually comes to trade in the {time}",
-    "theft": "{player} usually steals in the {time}",
-}
+DEFAULT_TEMPLATES = ConsolidationTemplates()
+"""The built-in wording (what a pack without ``[memory.consolidation]`` gets)."""
 
 
 def time_of_day(game_time: float) -> str:
@@ -81,17 +66,23 @@ def clusters(
     return found
 
 
-def summary(cluster: Cluster, player_name: str) -> str:
-    """The rule-based summary of a cluster's pattern."""
-    template = PATTERNS.get(cluster.tag, "{player} and I keep dealing with {tag}")
-    return template.format(player=player_name, tag=cluster.tag) + f" ({len(cluster.episodes)} times)"
+def summary(cluster: Cluster, player_name: str, templates: ConsolidationTemplates = DEFAULT_TEMPLATES) -> str:
+    """The rule-based summary of a cluster's pattern, worded by ``templates`` (a pack's
+    ``memory.consolidation``): the tag's template, or the fallback for a tag without one."""
+    template = templates.summary_template(cluster.tag)
+    return template.format(player=player_name, tag=cluster.tag) + templates.times_suffix.format(
+        count=len(cluster.episodes)
+    )
 
 
-def habit(cluster: Cluster, player_name: str) -> str | None:
-    """The habit a cluster shows, if its episodes keep to one time of day."""
+def habit(
+    cluster: Cluster, player_name: str, templates: ConsolidationTemplates = DEFAULT_TEMPLATES
+) -> str | None:
+    """The habit a cluster shows, if its episodes keep to one time of day, worded by
+    ``templates`` like :func:`summary`."""
     if cluster.habit_time is None:
         return None
-    template = HABITS.get(cluster.tag, "{player} usually shows up for {tag} in the {time}")
+    template = templates.habit_template(cluster.tag)
     return template.format(player=player_name, tag=cluster.tag, time=cluster.habit_time)
 
 
