@@ -55,6 +55,7 @@ from npc_memory.errors import (
 from npc_memory.events import Event
 from npc_memory.extraction.model import SummaryOutcome
 from npc_memory.extraction.pipeline import ExtractionPipeline
+from npc_memory.extraction.rules import RuleBasedExtractor
 from npc_memory.query import MemoryQuery
 from npc_memory.rules.validation import (
     GAME_ONLY_TAGS,
@@ -186,6 +187,7 @@ def install(
     try:
         contents = backend.load() if backend is not None else None
         pipeline = ExtractionPipeline(loaded.budgets, loaded.llm, _llm_worker(llm, loaded))
+        pipeline.rules = RuleBasedExtractor(loaded.extraction)  # the pack's cues and tags
         state = WorldState(
             world=name,
             pack=loaded,

@@ -6,31 +6,34 @@ import heapq
 
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import Relationship, Stage
+from npc_memory.content.schema import ContextWording
 from npc_memory.context.builder import ContextRequest, fit
+
+DEFAULT_WORDING = ContextWording()
 
 
 def stage_name(stage: Stage) -> str:
     return stage.value.replace("_", " ")
 
 
-def attitude(rel: Relationship) -> str:
-    """How the NPC feels, in words, from the disposition."""
-    if rel.disposition > 0.5:
+def attitude(rel: Relationship, wording: ContextWording = DEFAULT_WORDING) -> str:
+    """How the NPC feels, in words, from the disposition (levels from the pack)."""
+    if rel.disposition > wording.warmly_above:
         return "you regard them warmly"
-    if rel.disposition > 0.15:
+    if rel.disposition > wording.positively_above:
         return "you regard them positively"
-    if rel.disposition < -0.5:
+    if rel.disposition < wording.hostility_below:
         return "you regard them with hostility"
-    if rel.disposition < -0.15:
+    if rel.disposition < wording.negatively_below:
         return "you regard them negatively"
     return "you have neutral feelings toward them"
 
 
-def reputation(rel: Relationship | None) -> str:
+def reputation(rel: Relationship | None, wording: ContextWording = DEFAULT_WORDING) -> str:
     """The ``{reputation}`` placeholder: a label for how the NPC sees the player."""
-    if rel is None or (not rel.has_met and abs(rel.disposition) < 0.15):
+    if rel is None or (not rel.has_met and abs(rel.disposition) < wording.stranger_within):
         return "stranger (no prior interaction)"
-    return f"{stage_name(rel.stage)} ({attitude(rel).removeprefix('you ')})"
+    return f"{stage_name(rel.stage)} ({attitude(rel, wording).removeprefix('you ')})"
 
 
 def age(now: float, then: float) -> str:
@@ -52,19 +55,20 @@ class RelationshipProvider:
         who = request.player.identity.name
         if rel is None:
             return fit([f"You have never dealt with {who}."], budget)
+        wording = request.rules.wording
         details = []
-        if rel.trust > 0.7:
+        if rel.trust > wording.trustworthy_above:
             details.append("trustworthy")
-        elif rel.trust < 0.3:
+        elif rel.trust < wording.untrustworthy_below:
             details.append("untrustworthy")
-        if rel.fear > 0.5:
+        if rel.fear > wording.intimidating_above:
             details.append("intimidating")
-        if rel.respect > 0.7:
+        if rel.respect > wording.respectable_above:
             details.append("respectable")
         detail = f" ({', '.join(details)})" if details else ""
         count = rel.interaction_count
         met = ", never met in person" if not count else ", met once" if count == 1 else f", met {count} times"
-        line = f"Relationship with {who}: {stage_name(rel.stage)}{met}; {attitude(rel)}{detail}."
+        line = f"Relationship with {who}: {stage_name(rel.stage)}{met}; {attitude(rel, wording)}{detail}."
         return fit([line], budget)
 
 

@@ -100,7 +100,7 @@ class DialogueService:
         rel = npc.relationships.by_player.get(key)
         shown = rel or self.relationships.peek(npc, key, player.faction.faction)
         placeholders = {
-            "reputation": reputation(rel),
+            "reputation": reputation(rel, self.state.pack.context.wording),
             "npc": npc.identity.name,
             "player": player.identity.name,
             "stage": shown.stage.value,

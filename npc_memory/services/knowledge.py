@@ -12,9 +12,6 @@ from npc_memory.services.board import GossipBoard
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.state import WorldState
 
-GOSSIP_CANDIDATES = 4
-"""Facts a teller considers per exchange before giving up."""
-
 
 class KnowledgeService:
     """Learning and gossip for one plugin (the facts live in each NPC's KnowledgeBase).
@@ -233,7 +230,8 @@ class KnowledgeService:
             return
         rules = self.state.pack.relationships
         scale = factor * fact.confidence
-        deltas = rel_rules.memory_deltas(fact.tags, fact.importance, 0.5, "neutral", rules, scale)
+        intensity = self.state.pack.knowledge.hearsay_intensity
+        deltas = rel_rules.memory_deltas(fact.tags, fact.importance, intensity, "neutral", rules, scale)
         if deltas:
             self.relationships.change(npc, fact.subject, deltas)
 
@@ -245,13 +243,13 @@ class KnowledgeService:
         return npc
 
     def teller_weight(self, key: str) -> float:
-        """How likely an NPC is to tell: sociability × gossip drive (a little at least)."""
+        """How likely an NPC is to tell: sociability × gossip drive, plus the pack's floor."""
         traits = self._npc(key).traits
-        return traits.sociability * traits.gossip_drive + 0.01
+        return traits.sociability * traits.gossip_drive + self.state.pack.knowledge.gossip_weight_floor
 
     def listener_weight(self, key: str) -> float:
-        """How likely an NPC is to be told: sociability (a little at least)."""
-        return self._npc(key).traits.sociability + 0.01
+        """How likely an NPC is to be told: sociability, plus the pack's floor."""
+        return self._npc(key).traits.sociability + self.state.pack.knowledge.gossip_weight_floor
 
     def has_news(self, key: str) -> bool:
         """Whether an NPC has anything it would pass on."""
@@ -266,7 +264,7 @@ class KnowledgeService:
         if not index.shareable:
             return False
         now = state.clock.now
-        for _ in range(GOSSIP_CANDIDATES):
+        for _ in range(rules.gossip_candidates_per_exchange):
             fact = index.by_id.get(index.shareable[int(state.rng.random() * len(index.shareable))])
             if fact is None or not knowledge_rules.is_shareable(fact, rules, now):
                 continue
@@ -278,7 +276,8 @@ class KnowledgeService:
                 continue
             attitude = state.pack.attitude(listener.faction.faction, teller.faction.faction)
             modifier = state.pack.relationships.attitude_modifiers[attitude]
-            trust = rel_rules.clamp(0.5 + 0.5 * listener.traits.credulity + modifier)
+            trust = rules.gossip_trust_base + rules.gossip_trust_credulity * listener.traits.credulity
+            trust = rel_rules.clamp(trust + modifier)
             learned = self.learn(
                 listener,
                 content=fact.content,

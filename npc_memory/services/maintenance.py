@@ -45,6 +45,7 @@ class MaintenanceService:
         self.memories = memories
         self.relationships = relationships
         self.knowledge = knowledge
+        self.templates = state.pack.memory.consolidation
         self._reserved: dict[str, set[str]] = {}
         self._summaries: list[PendingSummary] = []
 
@@ -101,7 +102,8 @@ class MaintenanceService:
         )
         for cluster in ready:
             if not self._ask_for_summary(handle, player, cluster):
-                self._apply_cluster(handle, player, cluster, consolidation_rules.summary(cluster, name))
+                summary = consolidation_rules.summary(cluster, name, self.templates)
+                self._apply_cluster(handle, player, cluster, summary)
 
     def player_name(self, player: str) -> str:
         """The display name of a live or stored player (else its key)."""
@@ -161,7 +163,7 @@ class MaintenanceService:
                 pipeline.stats.llm_failures += 1
                 reason = f"consolidation fallback: {outcome.failure}"
                 pipeline.stats.fallbacks[reason] = pipeline.stats.fallbacks.get(reason, 0) + 1
-                text = consolidation_rules.summary(cluster, self.player_name(player))
+                text = consolidation_rules.summary(cluster, self.player_name(player), self.templates)
             self._reserved.get(npc, set()).difference_update(m.id for m in cluster.episodes)
             live = self.state.registry.live_npc(npc)
             if live is not None:
@@ -191,7 +193,7 @@ class MaintenanceService:
                 source_episodes=tuple(m.id for m in episodes),
                 scope=scope,
             )
-            pattern = consolidation_rules.habit(cluster, self.player_name(player))
+            pattern = consolidation_rules.habit(cluster, self.player_name(player), self.templates)
             if pattern is not None:
                 self.memories.remember(
                     handle,
