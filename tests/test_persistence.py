@@ -302,9 +302,6 @@ class RecordingStore:
     def load(self) -> StoreContents:
         return self.inner.load()
 
-    def load_document(self, key: str) -> Any:
-        return self.inner.load_document(key)
-
     def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
         if self.gate is not None:
             self.gate.wait(timeout=30)
@@ -331,9 +328,6 @@ class RecordingStore:
 
     def audit(self) -> list[AuditEntry]:
         return self.inner.audit()
-
-    def flush(self) -> None:
-        self.inner.flush()
 
     def close(self) -> None:
         self.inner.close()

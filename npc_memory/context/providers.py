@@ -8,6 +8,7 @@ from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import Relationship, Stage
 from npc_memory.content.schema import ContextWording
 from npc_memory.context.builder import ContextRequest, fit
+from npc_memory.rules.knowledge import is_expired
 
 DEFAULT_WORDING = ContextWording()
 
@@ -110,7 +111,7 @@ class KnowledgeProvider:
         player = request.player.identity.key
         about, news = [], []
         for fact in request.npc.knowledge.facts:
-            if not fact.believed or (fact.expires is not None and fact.expires <= now and not fact.locked):
+            if not fact.believed or is_expired(fact, now):
                 continue
             if fact.subject != player:
                 news.append(fact)

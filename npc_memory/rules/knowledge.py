@@ -79,11 +79,6 @@ def learn(kb: KnowledgeBase, fact: Fact, rules: KnowledgeRules, now: float) -> L
     return LearnOutcome(stored=stored, displaced=displaced, removed=tuple(removed))
 
 
-def believed(kb: KnowledgeBase, now: float) -> list[Fact]:
-    """The facts held as true now (believed and not expired), oldest first."""
-    return [f for f in kb.facts if f.believed and not is_expired(f, now)]
-
-
 class FactIndex:
     """Derived, in-memory lookups over one NPC's knowledge (never persisted): facts by
     id, the origins it knows, and the ids it may gossip (pruned lazily)."""

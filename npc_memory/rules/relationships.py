@@ -126,8 +126,9 @@ def apply_deltas(
     """``rel`` with ``deltas`` added (each dimension clamped to [0, 1]) and any other
     field ``changes``, its disposition, stage and thresholds updated and its version
     bumped; and what changed."""
-    values = {dim: clamp(getattr(rel, dim) + delta) for dim, delta in deltas.items()}
-    return refresh(msgspec.structs.replace(rel, **values, **changes), rules)
+    for dim, delta in deltas.items():
+        changes[dim] = clamp(getattr(rel, dim) + delta)
+    return refresh(msgspec.structs.replace(rel, **changes) if changes else rel, rules)
 
 
 def refresh(rel: Relationship, rules: RelationshipRules) -> tuple[Relationship, RelationshipChange]:
@@ -136,9 +137,10 @@ def refresh(rel: Relationship, rules: RelationshipRules) -> tuple[Relationship, 
     old_stage = rel.stage
     score = disposition(rel, rules.disposition_weights)
     stage = next_stage(old_stage, score, rel.has_met, rules.stages)
-    rel = msgspec.structs.replace(rel, version=rel.version + 1, disposition=score, stage=stage)
     active, crossed = _update_thresholds(rel, rules.thresholds, rules.threshold_rearm)
-    rel = msgspec.structs.replace(rel, active_thresholds=active)
+    rel = msgspec.structs.replace(
+        rel, version=rel.version + 1, disposition=score, stage=stage, active_thresholds=active
+    )
     return rel, RelationshipChange(crossed=crossed, old_stage=old_stage, new_stage=stage)
 
 

@@ -28,6 +28,7 @@ class RelationshipService:
     def __init__(self, state: WorldState) -> None:
         self.state = state
         self.standing = FactionStanding(bands=list(state.pack.knowledge.reputation_bands))
+        self._initial: dict[tuple[str | None, str | None], Relationship] = {}
         state.registry.listeners.append(self)
 
     # ------------------------------------------------------------------ registry listener
@@ -57,17 +58,26 @@ class RelationshipService:
         saved = self.state.stored.get(player)
         return (saved.faction if isinstance(saved, PlayerDocument) else None), None
 
+    def initial(self, npc_faction: str | None, player_faction: str | None) -> Relationship:
+        """The starting relationship of the factions' members (cached: records are frozen)."""
+        key = (npc_faction, player_faction)
+        rel = self._initial.get(key)
+        if rel is None:
+            rel = rel_rules.initial_relationship(self.state.pack, npc_faction, player_faction)
+            self._initial[key] = rel
+        return rel
+
     def peek(self, npc: NpcHandle, player: str, player_faction: str | None) -> Relationship:
         """How ``npc`` regards ``player`` (the faction-based start without history)."""
         rel = npc.relationships.by_player.get(player)
         if rel is None:
-            rel = rel_rules.initial_relationship(self.state.pack, npc.faction.faction, player_faction)
+            rel = self.initial(npc.faction.faction, player_faction)
         return rel
 
     def standing_of(self, faction: str, player: str) -> float:
         """The average disposition of ``faction``'s live NPCs towards ``player``."""
         player_faction, _ = self.player_faction(player)
-        initial = rel_rules.initial_relationship(self.state.pack, faction, player_faction).disposition
+        initial = self.initial(faction, player_faction).disposition
         return self.standing.average(faction, player, initial)
 
     # ------------------------------------------------------------------ writes
@@ -92,7 +102,7 @@ class RelationshipService:
         if rel is None:
             return False
         faction, entity = self.player_faction(player)
-        baseline = rel_rules.initial_relationship(self.state.pack, npc.faction.faction, faction)
+        baseline = self.initial(npc.faction.faction, faction)
         half_life = self.state.pack.memory.relationship_half_life_days
         drifted = decay_rules.drift(rel, baseline, half_life, self.state.clock.now)
         if drifted is None:
@@ -107,7 +117,7 @@ class RelationshipService:
         faction, entity = self.player_faction(player)
         old = npc.relationships.by_player.get(player)
         if old is None:
-            start = rel_rules.initial_relationship(self.state.pack, npc.faction.faction, faction)
+            start = self.initial(npc.faction.faction, faction)
             changes.setdefault("drifted_at", self.state.clock.now)
         else:
             start = old
@@ -138,7 +148,7 @@ class RelationshipService:
         faction = npc.faction.faction
         if faction is None or not npc.live:
             return
-        initial = rel_rules.initial_relationship(self.state.pack, faction, player_faction).disposition
+        initial = self.initial(faction, player_faction).disposition
         shift = self.standing.update(faction, player, old, new, initial)
         if shift is not None:
             old_band, new_band, average = shift

@@ -18,6 +18,11 @@ class Resolver:
 
     def npc(self, ref: Ref, *, stored: bool = False) -> NpcHandle:
         """The NPC ``ref`` names: live, or with ``stored`` a read-only stored one."""
+        registry = self.state.registry
+        entity = registry.by_key.get(ref) if isinstance(ref, str) else ref
+        live = registry.npcs.get(entity) if isinstance(entity, int) else None
+        if live is not None:
+            return live
         handle = self._stored(ref) if stored else None
         if handle is None:
             handle = self.state.registry.handle(ref)
@@ -27,6 +32,11 @@ class Resolver:
 
     def player(self, ref: Ref, *, stored: bool = False) -> PlayerHandle:
         """The player ``ref`` names: live, or with ``stored`` a read-only stored one."""
+        registry = self.state.registry
+        entity = registry.by_key.get(ref) if isinstance(ref, str) else ref
+        live = registry.players.get(entity) if isinstance(entity, int) else None
+        if live is not None:
+            return live
         handle = self._stored(ref) if stored else None
         if handle is None:
             handle = self.state.registry.handle(ref)

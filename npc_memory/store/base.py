@@ -30,10 +30,6 @@ class Store(Protocol):
         """Every document and the metadata; damage raises ``StoreCorruptError``."""
         ...
 
-    def load_document(self, key: str) -> Document | None:
-        """One document, or ``None``."""
-        ...
-
     def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
         """Write or replace ``documents``, then ``meta``; atomic per document."""
         ...
@@ -56,10 +52,6 @@ class Store(Protocol):
 
     def audit(self) -> list[AuditEntry]:
         """The audit log, oldest first."""
-        ...
-
-    def flush(self) -> None:
-        """Make everything written so far durable."""
         ...
 
     def close(self) -> None:

@@ -159,11 +159,6 @@ class TinyDBStore:
         gc.freeze()  # loaded state is long-lived: keep it out of future collections
         return StoreContents(meta=meta, documents=documents)
 
-    def load_document(self, key: str) -> Document | None:
-        """The document of ``key``, or ``None``."""
-        path = self.path / DOCS_DIR / file_name(key)
-        return self._read_document(path) if path.exists() else None
-
     def read_meta(self) -> StoreMeta | None:
         """The store metadata, or ``None`` for a new store."""
         return self._read_meta_file(self.path / META_FILE)
@@ -248,9 +243,6 @@ class TinyDBStore:
             handle.write(_audit_encoder.encode(entry) + b"\n")
             handle.flush()
             os.fsync(handle.fileno())
-
-    def flush(self) -> None:
-        """Nothing to do: every write is durable when it returns."""
 
     def close(self) -> None:
         """Release the store's lock (idempotent)."""
