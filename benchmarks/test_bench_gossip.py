@@ -47,7 +47,7 @@ def test_board_rebuild_10k(benchmark: Any, cleanup: None) -> None:
     board = gossip_system().board
 
     def rebuild_everything() -> None:
-        board.dirty.update(board.members)
+        board.dirty.update(dict.fromkeys(board.members))
         board.refresh()
 
     benchmark.pedantic(rebuild_everything, rounds=10 if not benchmark.disabled else 1, iterations=1)

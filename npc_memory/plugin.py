@@ -136,6 +136,7 @@ def install(
     fixed_step: float | None = DEFAULT_FIXED_STEP,
     forward_events: bool = False,
     event_errors: ErrorPolicy = "raise",
+    deterministic: bool = False,
     priority: int = PRIORITY_BASE,
 ) -> MemoryPlugin:
     """Install the plugin into esper world ``world`` (default: the current world).
@@ -157,7 +158,11 @@ def install(
     Events are delivered once the change that caused them is complete; handler errors
     are raised as one :class:`EventHandlerError` (``event_errors="raise"``) or logged
     on ``npc_memory.events`` (``"log"``). ``forward_events`` also dispatches each event
-    through ``esper.dispatch_event(type name, event)``. ``priority`` is the base esper
+    through ``esper.dispatch_event(type name, event)``. The systems' work per tick stops
+    at the pack's count caps or its time budgets (ms), whichever comes first; how much
+    fits in a millisecond depends on the machine, so ``deterministic=True`` drops the
+    time budgets and keeps the count caps: the same seed then gives the same world on
+    any machine (headless simulations, replays, tests). ``priority`` is the base esper
     priority of the plugin's processors.
 
     The world that was current before the call is current again afterwards.
@@ -177,6 +182,8 @@ def install(
             raise InvalidArgumentError(f"{label} must be an int, got {value!r}")
     if fixed_step is not None:
         check_positive("fixed_step", fixed_step)
+    if not isinstance(deterministic, bool):
+        raise InvalidArgumentError(f"deterministic must be True or False, got {deterministic!r}")
     if event_errors not in ("raise", "log"):
         raise InvalidArgumentError(f"event_errors must be 'raise' or 'log', got {event_errors!r}")
     loaded = pack if isinstance(pack, Pack) else load_pack(pack)
@@ -208,7 +215,7 @@ def install(
                 if meta.rng_state is not None:
                     unpack_rng_state(state.rng, meta.rng_state, meta.rng_gauss)
         plugin = MemoryPlugin(state, pipeline, backend, snapshots)
-        plugin.attach(dt_source, fixed_step, priority)
+        plugin.attach(dt_source, fixed_step, priority, deterministic=deterministic)
     except BaseException:
         if pipeline is not None:
             pipeline.close()
@@ -340,38 +347,37 @@ class MemoryPlugin:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def attach(self, dt_source: DtSource, fixed_step: float | None, priority: int) -> None:
+    def attach(
+        self, dt_source: DtSource, fixed_step: float | None, priority: int, *, deterministic: bool = False
+    ) -> None:
         """Add the plugin's systems to its esper world (``install`` does this)."""
-        state, budgets, memory = self._state, self.pack.budgets, self.pack.memory
+        state, memory = self._state, self.pack.memory
+        budgets = self.pack.budgets
+        if deterministic:  # count caps only: no wall-clock budget decides how much work a tick does
+            budgets = budgets.model_copy(
+                update={f"{name}_tick_ms": math.inf for name in ("extraction", "gossip", "decay", "consolidation")}
+            )
         upkeep = self._maintenance
-        decay_cursor = PairCursor(state.registry.npc_keys, upkeep.pairs_of)
-        consolidation_cursor = PairCursor(state.registry.npc_keys, upkeep.pairs_of)
+        npcs = state.registry.npc_order
+        decay = DecaySystem(
+            PairCursor(npcs, upkeep.pairs_of), self.clock, budgets.decay_pairs_per_tick,
+            memory.decay_interval, upkeep.decay_pair, budget_ms=budgets.decay_tick_ms,
+        )  # fmt: skip
+        consolidation = ConsolidationSystem(
+            PairCursor(npcs, upkeep.pairs_of), self.clock, budgets.consolidation_pairs_per_tick,
+            memory.decay_interval, upkeep.consolidate_pair, poll=upkeep.poll_summaries,
+            budget_ms=budgets.consolidation_tick_ms,
+        )  # fmt: skip
         band: list[tuple[esper.Processor, int]] = [
             (ClockSystem(self.clock, dt_source, fixed_step), CLOCK_PRIORITY),
             (LifecycleSystem(self._population), LIFECYCLE_PRIORITY),
-            (ExtractionSystem(self._conversations), EXTRACTION_PRIORITY),
-            (GossipSystem(self._knowledge, budgets.gossip_exchanges_per_tick), GOSSIP_PRIORITY),
+            (ExtractionSystem(self._conversations, budgets.extraction_tick_ms), EXTRACTION_PRIORITY),
             (
-                DecaySystem(
-                    decay_cursor,
-                    self.clock,
-                    budgets.decay_pairs_per_tick,
-                    memory.decay_interval,
-                    upkeep.decay_pair,
-                ),
-                DECAY_PRIORITY,
+                GossipSystem(self._knowledge, budgets.gossip_exchanges_per_tick, budgets.gossip_tick_ms),
+                GOSSIP_PRIORITY,
             ),
-            (
-                ConsolidationSystem(
-                    consolidation_cursor,
-                    self.clock,
-                    budgets.consolidation_pairs_per_tick,
-                    memory.decay_interval,
-                    upkeep.consolidate_pair,
-                    poll=upkeep.poll_summaries,
-                ),
-                CONSOLIDATION_PRIORITY,
-            ),
+            (decay, DECAY_PRIORITY),
+            (consolidation, CONSOLIDATION_PRIORITY),
             (SnapshotSystem(self._persistence), SNAPSHOT_PRIORITY),
             (EventSystem(state.events), EVENT_PRIORITY),
         ]

@@ -100,14 +100,12 @@ def test_intense_memories_are_kept_longer_but_at_most_ten_percent() -> None:
 
 def test_the_cursor_visits_every_pair_once_per_cycle_within_the_budget() -> None:
     pairs = {f"n{i}": [None, "a", "b"] for i in range(5)}
-    cursor = PairCursor(lambda: sorted(pairs), lambda npc: pairs[npc])
+    cursor = PairCursor(sorted(pairs), lambda npc: pairs[npc])
     cursor.start(0.0)
-    seen, takes = [], []
-    while cursor.active:
-        batch = cursor.take(2, 10.0)
-        takes.append(len(batch))
-        seen.extend(batch)
-    assert max(takes) <= 2 and len(seen) == 15 == len(set(seen))
+    seen = []
+    while cursor.active and (pair := cursor.next(10.0)) is not None:
+        seen.append(pair)
+    assert len(seen) == 15 == len(set(seen)) and not cursor.active
     assert cursor.cycles == 1 and cursor.last_cycle_seconds == 10.0
 
 

@@ -360,25 +360,34 @@ class MemoryRules(_Model):
     consolidation: ConsolidationTemplates = ConsolidationTemplates()
 
 
+Milliseconds = Annotated[float, Field(gt=0.0, le=1000.0, allow_inf_nan=False)]
+
+
 class Budgets(_Model):
     """Per-tick work budgets of the plugin's systems and its queue bounds.
 
-    ``snapshot_interval`` is in game seconds; ``snapshot_tick_ms`` caps the wall-clock
-    milliseconds a tick spends encoding snapshot documents (at least one is encoded).
-    ``extraction_queue`` bounds the jobs waiting for extraction; when it is full,
-    ``extraction_overflow`` either extracts the job with the rules at once ("rules") or
-    drops it, counted and announced ("drop").
+    Each system has a count cap (``*_per_tick``) and a wall-clock budget in
+    milliseconds (``*_tick_ms``): its work in a tick stops when either is reached (after
+    at least one unit, so work always progresses) and resumes the next tick where it
+    stopped. The default time budgets sum to 1 ms. ``snapshot_interval`` is in game
+    seconds. ``extraction_queue`` bounds the jobs waiting for extraction; when it is
+    full, ``extraction_overflow`` either extracts the job with the rules at once
+    ("rules") or drops it, counted and announced ("drop").
     """
 
     extraction_dispatch_per_tick: PositiveInt = 4
     extraction_apply_per_tick: PositiveInt = 8
+    extraction_tick_ms: Milliseconds = 0.3
     extraction_queue: PositiveInt = 200
     extraction_overflow: Literal["rules", "drop"] = "rules"
     gossip_exchanges_per_tick: PositiveInt = 3
+    gossip_tick_ms: Milliseconds = 0.2
     decay_pairs_per_tick: PositiveInt = 50
+    decay_tick_ms: Milliseconds = 0.15
     consolidation_pairs_per_tick: PositiveInt = 5
+    consolidation_tick_ms: Milliseconds = 0.1
     snapshot_documents_per_tick: PositiveInt = 10
-    snapshot_tick_ms: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 2.0
+    snapshot_tick_ms: Milliseconds = 0.25
     snapshot_interval: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 60.0
 
 

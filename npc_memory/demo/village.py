@@ -144,7 +144,7 @@ def run_village(
     if store is not None and not resume:
         _clear_demo_store(Path(store))
     previous_world = esper.current_world
-    plugin = install(world=world, pack=pack, store=store, seed=seed, time_scale=3600.0)
+    plugin = install(world=world, pack=pack, store=store, seed=seed, time_scale=3600.0, deterministic=True)
     try:
         log: list[str] = []
         plugin.on(RelationshipThresholdCrossed, _logger(plugin, log, _describe_threshold))

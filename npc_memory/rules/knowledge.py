@@ -8,6 +8,8 @@ fact. The loser stays, marked as disbelieved since that moment — never deleted
 
 from __future__ import annotations
 
+import contextlib
+
 import msgspec
 
 from npc_memory.components.knowledge import Fact, KnowledgeBase
@@ -104,7 +106,18 @@ class FactIndex:
                 self.shareable.append(outcome.stored.id)
 
     def has_news(self, rules: KnowledgeRules, now: float) -> bool:
-        """Whether any fact is still shareable (drops stale ids on the way)."""
-        by_id = self.by_id
-        self.shareable = [i for i in self.shareable if i in by_id and is_shareable(by_id[i], rules, now)]
-        return bool(self.shareable)
+        """Whether the NPC has something to pass on: the newest shareable id is still
+        shareable (stale ones at the end are dropped; O(1) amortised — stale ids deeper
+        in the list are dropped when a draw meets them)."""
+        by_id, shareable = self.by_id, self.shareable
+        while shareable:
+            fact = by_id.get(shareable[-1])
+            if fact is not None and is_shareable(fact, rules, now):
+                return True
+            shareable.pop()
+        return False
+
+    def drop(self, fact_id: str) -> None:
+        """Forget ``fact_id`` as shareable (a draw found it stale)."""
+        with contextlib.suppress(ValueError):
+            self.shareable.remove(fact_id)

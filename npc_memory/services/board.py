@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,7 +55,8 @@ class GossipBoard:
     listener_weight: Callable[[str], float]
     has_news: Callable[[str], bool]
     members: dict[str, set[str]] = field(default_factory=dict)
-    dirty: set[str] = field(default_factory=set)
+    dirty: dict[str, None] = field(default_factory=dict)
+    """Rooms to rebuild, oldest change first (an ordered set: deterministic)."""
     rooms: dict[str, _Room] = field(default_factory=dict)
     active: list[str] = field(default_factory=list)
     _position: dict[str, int] = field(default_factory=dict)
@@ -65,40 +67,49 @@ class GossipBoard:
         """``npc`` is now in ``room``."""
         if room is not None:
             self.members.setdefault(room, set()).add(npc)
-            self.dirty.add(room)
+            self.dirty[room] = None
 
     def leave(self, npc: str, room: str | None) -> None:
         """``npc`` left ``room``."""
         if room is not None and room in self.members:
             self.members[room].discard(npc)
-            self.dirty.add(room)
+            self.dirty[room] = None
 
     def touch(self, room: str | None) -> None:
         """An occupant of ``room`` learned or forgot something."""
         if room is not None:
-            self.dirty.add(room)
+            self.dirty[room] = None
 
-    def refresh(self) -> None:
-        """Rebuild the rooms that changed, and only those."""
-        for room in sorted(self.dirty):
-            occupants = sorted(self.members.get(room, ()))
-            tellers = [n for n in occupants if self.has_news(n)] if len(occupants) >= 2 else []
-            self.rebuilds += 1
-            if not tellers:
-                self.rooms.pop(room, None)
-                self._deactivate(room)
-                continue
-            self.rooms[room] = _Room(
-                tellers=tellers,
-                teller_weights=_cumulate([self.teller_weight(n) for n in tellers]),
-                listeners=occupants,
-                listener_weights=_cumulate([self.listener_weight(n) for n in occupants]),
-            )
-            self._most_tellers = max(self._most_tellers, len(tellers))
-            if room not in self._position:
-                self._position[room] = len(self.active)
-                self.active.append(room)
-        self.dirty.clear()
+    def refresh(self, deadline: float | None = None) -> None:
+        """Rebuild the rooms that changed, oldest change first, and only those; stop
+        once ``time.perf_counter()`` passes ``deadline`` (after one room at least)."""
+        rebuilt = 0
+        while self.dirty:
+            if rebuilt and deadline is not None and time.perf_counter() > deadline:
+                return
+            room = next(iter(self.dirty))
+            del self.dirty[room]
+            rebuilt += 1
+            self._rebuild(room)
+
+    def _rebuild(self, room: str) -> None:
+        occupants = sorted(self.members.get(room, ()))
+        tellers = [n for n in occupants if self.has_news(n)] if len(occupants) >= 2 else []
+        self.rebuilds += 1
+        if not tellers:
+            self.rooms.pop(room, None)
+            self._deactivate(room)
+            return
+        self.rooms[room] = _Room(
+            tellers=tellers,
+            teller_weights=_cumulate([self.teller_weight(n) for n in tellers]),
+            listeners=occupants,
+            listener_weights=_cumulate([self.listener_weight(n) for n in occupants]),
+        )
+        self._most_tellers = max(self._most_tellers, len(tellers))
+        if room not in self._position:
+            self._position[room] = len(self.active)
+            self.active.append(room)
 
     def draw(self, rng: random.Random) -> tuple[str, str, str] | None:
         """A (room, teller, listener) to try, or ``None`` when no room has gossip."""

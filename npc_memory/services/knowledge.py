@@ -265,8 +265,12 @@ class KnowledgeService:
             return False
         now = state.clock.now
         for _ in range(rules.gossip_candidates_per_exchange):
-            fact = index.by_id.get(index.shareable[int(state.rng.random() * len(index.shareable))])
+            if not index.shareable:
+                return False
+            fact_id = index.shareable[int(state.rng.random() * len(index.shareable))]
+            fact = index.by_id.get(fact_id)
             if fact is None or not knowledge_rules.is_shareable(fact, rules, now):
+                index.drop(fact_id)
                 continue
             if fact.origin in heard.origins or any(
                 listener_key in (hop.teller, hop.listener) for hop in fact.chain

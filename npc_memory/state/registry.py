@@ -41,6 +41,9 @@ class Registry:
         self.players: dict[int, PlayerHandle] = {}
         self.by_key: dict[str, int] = {}
         self.listeners: list[RegistryListener] = []
+        self.npc_order: list[str] = []
+        """Keys of the live NPCs (order changes on removal: swap with the last, O(1))."""
+        self._npc_position: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self.by_key)
@@ -69,6 +72,8 @@ class Registry:
         self.by_key[key] = entity
         if isinstance(handle, NpcHandle):
             self.npcs[entity] = handle
+            self._npc_position[key] = len(self.npc_order)
+            self.npc_order.append(key)
             handle.location.listen(functools.partial(self._moved, handle))
             for listener in self.listeners:
                 listener.npc_added(handle)
@@ -85,6 +90,11 @@ class Registry:
             for listener in self.listeners:
                 listener.npc_removed(handle)
             handle.location.listen(None)
+            position = self._npc_position.pop(handle.identity.key)
+            last = self.npc_order.pop()
+            if position < len(self.npc_order):
+                self.npc_order[position] = last
+                self._npc_position[last] = position
         if self.world in esper.list_worlds():
             with world_context(self.world):
                 if esper.entity_exists(entity) and self._owns(entity, handle):

@@ -1,14 +1,16 @@
 """DecaySystem and ConsolidationSystem: daily maintenance, spread over ticks.
 
 Each walks every (NPC, player) pair — ``None`` standing for the NPC's world-scoped
-memories and knowledge — once per cycle, at most ``budget`` pairs per tick from a
-round-robin cursor, so no tick touches all memories. A cycle starts at most once per
-``interval`` game seconds; a cycle that cannot finish within it simply runs on.
+memories and knowledge — once per cycle from a round-robin cursor, at most ``budget``
+pairs and ``budget_ms`` milliseconds per tick, so no tick touches all memories. A
+cycle starts at most once per ``interval`` game seconds (in O(1): the cursor walks the
+registry's live list of NPC keys); a cycle that cannot finish within it simply runs on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,12 +23,12 @@ Pair = tuple[str, str | None]
 
 @dataclass
 class PairCursor:
-    """Round-robin over every NPC's pairs. ``npcs()`` lists NPC keys (taken once per
-    cycle), ``pairs_of(npc)`` the players an NPC has memories or relationships with."""
+    """Round-robin over every NPC's pairs. ``npcs`` is the live sequence of NPC keys
+    (an NPC added during a cycle may join it, one removed is skipped), ``pairs_of(npc)``
+    the players an NPC has memories or relationships with."""
 
-    npcs: Callable[[], list[str]]
+    npcs: Sequence[str]
     pairs_of: Callable[[str], list[str | None]]
-    _queue: list[str] = field(default_factory=list)
     _npc_index: int = 0
     _pending: list[Pair] = field(default_factory=list)
     active: bool = False
@@ -36,34 +38,39 @@ class PairCursor:
     cycles: int = 0
 
     def start(self, now: float) -> None:
-        """Begin a cycle over the NPCs in the world now."""
-        self._queue = self.npcs()
+        """Begin a cycle over the NPCs in the world."""
         self._npc_index = 0
         self._pending = []
         self.active = True
         self.cycle_started = now
 
-    def take(self, budget: int, now: float) -> list[Pair]:
-        """At most ``budget`` pairs; ends the cycle when every pair was handed out."""
-        taken: list[Pair] = []
-        while len(taken) < budget and self.active:
-            if not self._pending:
-                if self._npc_index >= len(self._queue):
-                    self.active = False
-                    self.cycles += 1
-                    self.last_cycle_seconds = now - self.cycle_started
-                    break
-                npc = self._queue[self._npc_index]
-                self._npc_index += 1
-                self._pending = [(npc, player) for player in reversed(self.pairs_of(npc))]
-                continue
-            taken.append(self._pending.pop())
-        return taken
+    def next(self, now: float) -> Pair | None:
+        """The next pair of the cycle (the cycle ends with its last pair), or ``None``
+        when no cycle is active."""
+        while self.active and not self._pending:
+            if self._npc_index >= len(self.npcs):
+                self._end(now)
+                return None
+            npc = self.npcs[self._npc_index]
+            self._npc_index += 1
+            self._pending = [(npc, player) for player in reversed(self.pairs_of(npc))]
+        if not self.active:
+            return None
+        pair = self._pending.pop()
+        if not self._pending and self._npc_index >= len(self.npcs):
+            self._end(now)
+        return pair
+
+    def _end(self, now: float) -> None:
+        self.active = False
+        self.cycles += 1
+        self.last_cycle_seconds = now - self.cycle_started
 
 
 class PairMaintenanceSystem(esper.Processor):
-    """Hands ``budget`` pairs per tick to ``handle(npc, player)``, a cycle per interval;
-    ``poll()``, if given, runs first every tick."""
+    """Hands at most ``budget`` pairs per tick (stopping early once ``budget_ms`` have
+    passed) to ``handle(npc, player)``, a cycle per interval; ``poll()``, if given,
+    runs first every tick."""
 
     def __init__(
         self,
@@ -73,10 +80,12 @@ class PairMaintenanceSystem(esper.Processor):
         interval: float,
         handle: Callable[[str, str | None], None],
         poll: Callable[[], None] | None = None,
+        budget_ms: float = 1.0,
     ) -> None:
         self.cursor = cursor
         self.clock = clock
         self.budget = budget
+        self.budget_ms = budget_ms
         self.interval = interval
         self.handle = handle
         self.poll = poll
@@ -89,8 +98,14 @@ class PairMaintenanceSystem(esper.Processor):
             if now - self.cursor.cycle_started < self.interval:
                 return
             self.cursor.start(now)
-        for npc, player in self.cursor.take(self.budget, now):
-            self.handle(npc, player)
+        deadline = time.perf_counter() + self.budget_ms / 1000.0
+        for done in range(self.budget):
+            if done and time.perf_counter() > deadline:
+                return
+            pair = self.cursor.next(now)
+            if pair is None:
+                return
+            self.handle(*pair)
 
 
 class DecaySystem(PairMaintenanceSystem):

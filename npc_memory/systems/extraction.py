@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import esper
@@ -11,12 +12,20 @@ from npc_memory.services.conversations import ConversationService
 
 class ExtractionSystem(esper.Processor):
     """Each tick: collect finished LLM calls, dispatch at most N queued jobs (to the LLM
-    worker or the rules), apply at most M results. Never waits on the network."""
+    worker or the rules), apply at most M results, stopping once ``budget_ms``
+    milliseconds have passed (results not applied wait, first in line, for the next
+    tick). Never waits on the network."""
 
-    def __init__(self, conversations: ConversationService) -> None:
+    def __init__(self, conversations: ConversationService, budget_ms: float = 1.0) -> None:
         self.conversations = conversations
         self.pipeline = conversations.pipeline
+        self.budget_ms = budget_ms
 
     def process(self, *args: Any, **kwargs: Any) -> None:
-        for result in self.pipeline.tick():
+        deadline = time.perf_counter() + self.budget_ms / 1000.0
+        results = self.pipeline.tick()
+        for done, result in enumerate(results):
+            if done and time.perf_counter() > deadline:
+                self.pipeline.ready.extendleft(reversed(results[done:]))
+                return
             self.conversations.apply(result)

@@ -7,6 +7,7 @@ candidate facts, never scanning all NPCs or rooms.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import esper
@@ -15,23 +16,26 @@ from npc_memory.services.knowledge import KnowledgeService
 
 
 class GossipSystem(esper.Processor):
-    """Each tick: refresh the rooms that changed, then attempt at most ``budget``
-    exchanges (each a :meth:`KnowledgeService.gossip` call)."""
+    """Each tick: refresh rooms that changed, then attempt at most ``budget`` exchanges
+    (each a :meth:`KnowledgeService.gossip` call); both stop once ``budget_ms``
+    milliseconds have passed (rooms left to refresh wait for the next tick)."""
 
-    def __init__(self, knowledge: KnowledgeService, budget: int) -> None:
+    def __init__(self, knowledge: KnowledgeService, budget: int, budget_ms: float = 1.0) -> None:
         self.knowledge = knowledge
         self.board = knowledge.board
         self.rng = knowledge.state.rng
         self.budget = budget
+        self.budget_ms = budget_ms
         self.exchange = knowledge.gossip
         self.exchanges = 0
         """Exchanges made since install."""
 
     def process(self, *args: Any, **kwargs: Any) -> None:
-        self.board.refresh()
+        deadline = time.perf_counter() + self.budget_ms / 1000.0
+        self.board.refresh(deadline)
         made = 0
-        for _ in range(self.budget * 2):  # a failed draw costs an attempt, never more than 2×budget
-            if made >= self.budget:
+        for attempt in range(self.budget * 2):  # a failed draw costs an attempt, never more than 2×budget
+            if made >= self.budget or (attempt and time.perf_counter() > deadline):
                 break
             drawn = self.board.draw(self.rng)
             if drawn is None:
