@@ -354,9 +354,8 @@ class MemoryPlugin:
         state, memory = self._state, self.pack.memory
         budgets = self.pack.budgets
         if deterministic:  # count caps only: no wall-clock budget decides how much work a tick does
-            budgets = budgets.model_copy(
-                update={f"{name}_tick_ms": math.inf for name in ("extraction", "gossip", "decay", "consolidation")}
-            )
+            timed = ("extraction", "gossip", "decay", "consolidation")
+            budgets = budgets.model_copy(update={f"{name}_tick_ms": math.inf for name in timed})
         upkeep = self._maintenance
         npcs = state.registry.npc_order
         decay = DecaySystem(

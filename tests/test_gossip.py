@@ -92,7 +92,7 @@ world_ops = st.lists(
 
 def run_world(seed: int, ops: list[tuple[Any, ...]]) -> tuple[npc_memory.MemoryPlugin, list[int]]:
     reset_esper()
-    plugin = npc_memory.install(world="g", seed=seed)
+    plugin = npc_memory.install(world="g", seed=seed, deterministic=True)  # same seed, same world
     archetypes = ["innkeeper", "bard", "guard", "merchant", "farmer", "priest", "blacksmith", "guard_captain"]
     for i, archetype in enumerate(archetypes):
         plugin.add_npc(key=f"n{i}", archetype=archetype, room=ROOMS[i % len(ROOMS)])
