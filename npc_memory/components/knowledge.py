@@ -35,7 +35,8 @@ class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     ``origin`` identifies the claim across NPCs: every gossip copy keeps the origin of
     the first-hand fact. Facts about the same ``subject`` and ``topic`` compete; the
     one with the strongest evidence is ``believed``, the others carry the game time
-    they stopped being believed (``disbelieved_at``). ``chain`` is the provenance,
+    they stopped being believed (``disbelieved_at``). The same claim heard again from
+    another origin merges into the fact (``aliases``). ``chain`` is the provenance,
     first-hand learning first. Times in game seconds; ranges in [0, 1].
     """
 
@@ -57,6 +58,8 @@ class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     locked: bool = False
     believed: bool = True
     disbelieved_at: float | None = None
+    aliases: tuple[str, ...] = ()
+    """Origins of the same claim heard since, merged into this fact (at most 8 kept)."""
 
 
 class KnowledgeBase(msgspec.Struct, kw_only=True):

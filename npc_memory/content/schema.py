@@ -449,9 +449,21 @@ class KnowledgeRules(_Model):
     gossip_weight_floor`` and a listener with ``sociability + gossip_weight_floor``, so
     even a taciturn NPC talks now and then; one exchange tries up to
     ``gossip_candidates_per_exchange`` of the teller's facts before giving up.
+
+    Bounds: an NPC holds at most ``cap`` facts; past it, the least worth keeping go,
+    down to ``cap × (1 − cap_slack)`` in one pass (so eviction is rare and amortised):
+    disbelieved facts first, then by importance × confidence × 0.5^(age /
+    ``fact_half_life_days``), facts about players the NPC has dealt with counting
+    (1 + ``subject_bonus``) times; authored and locked facts stay. The same claim (same
+    subject, topic and content) heard again from another origin merges into the held
+    fact (its confidence rises to the higher one, its origin is remembered) instead of
+    adding a copy.
     """
 
     cap: PositiveInt = 500
+    cap_slack: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.1
+    fact_half_life_days: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 7.0
+    subject_bonus: Annotated[float, Field(ge=0.0, le=10.0, allow_inf_nan=False)] = 1.0
     max_hops: PositiveInt = 5
     hop_decay: Unit = 0.1
     share_min_importance: Unit = 0.5

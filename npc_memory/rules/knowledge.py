@@ -9,20 +9,24 @@ fact. The loser stays, marked as disbelieved since that moment — never deleted
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Container
 
 import msgspec
 
+from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components.knowledge import Fact, KnowledgeBase
 from npc_memory.content.schema import KnowledgeRules
 
 
 class LearnOutcome(msgspec.Struct, frozen=True, kw_only=True):
-    """What learning did: the stored fact (``None`` if the origin was already known),
-    the fact it displaced as the held belief, if any, and facts evicted or expired."""
+    """What learning did: the stored fact (``None`` if the origin was already known or
+    the claim merged into a held fact, then ``merged``), the fact it displaced as the
+    held belief, if any, and facts evicted or expired."""
 
     stored: Fact | None
     displaced: Fact | None = None
     removed: tuple[Fact, ...] = ()
+    merged: Fact | None = None
 
 
 def evidence(fact: Fact, rules: KnowledgeRules) -> float:
@@ -47,16 +51,43 @@ def is_shareable(fact: Fact, rules: KnowledgeRules, now: float) -> bool:
     )
 
 
-def learn(kb: KnowledgeBase, fact: Fact, rules: KnowledgeRules, now: float) -> LearnOutcome:
+MAX_ALIASES = 8
+"""Merged origins a fact remembers."""
+
+
+def retention(fact: Fact, rules: KnowledgeRules, now: float, known: Container[str]) -> float:
+    """How much a fact is worth keeping: importance × confidence × 0.5^(age / half-life),
+    × (1 + subject bonus) when its subject is in ``known`` (players the NPC dealt with)."""
+    age_days = max(0.0, now - fact.created) / SECONDS_PER_DAY
+    value: float = fact.importance * fact.confidence * 0.5 ** (age_days / rules.fact_half_life_days)
+    if fact.subject is not None and fact.subject in known:
+        value *= 1.0 + rules.subject_bonus
+    return value
+
+
+def learn(
+    kb: KnowledgeBase, fact: Fact, rules: KnowledgeRules, now: float, known: Container[str] = ()
+) -> LearnOutcome:
     """Add ``fact`` (its ``id`` already taken from ``kb``) to ``kb``.
 
-    Nothing happens if ``kb`` already holds a fact of the same origin. Expired facts
-    are cleaned out; the believed fact about the same subject and topic competes with
-    the new one; the cap evicts the least important facts (disbelieved ones first;
-    authored and locked facts exempt).
+    Nothing happens if ``kb`` already holds a fact of the same origin. The same claim
+    (subject, topic, content) already held and believed absorbs the new one (see
+    :class:`KnowledgeRules`). Expired facts are cleaned out; the believed fact about the
+    same subject and topic competes with the new one; past the cap the least worth
+    keeping are evicted in one batch (authored and locked facts exempt).
     """
-    if any(f.origin == fact.origin for f in kb.facts):
-        return LearnOutcome(stored=None)
+    claim = (fact.subject, fact.topic, fact.content)
+    for index, held in enumerate(kb.facts):
+        if held.origin == fact.origin or fact.origin in held.aliases:
+            return LearnOutcome(stored=None)
+        if held.believed and (held.subject, held.topic, held.content) == claim:
+            merged = msgspec.structs.replace(
+                held,
+                confidence=max(held.confidence, fact.confidence),
+                aliases=(*held.aliases, fact.origin)[-MAX_ALIASES:],
+            )
+            kb.facts[index] = merged
+            return LearnOutcome(stored=None, merged=merged)
     removed = [f for f in kb.facts if is_expired(f, now)]
     if removed:
         kb.facts[:] = [f for f in kb.facts if not is_expired(f, now)]
@@ -70,15 +101,24 @@ def learn(kb: KnowledgeBase, fact: Fact, rules: KnowledgeRules, now: float) -> L
                 fact = msgspec.structs.replace(fact, believed=False, disbelieved_at=now)
             break
     kb.facts.append(fact)
-    while len(kb.facts) > rules.cap:
-        candidates = [f for f in kb.facts if not f.locked and f.source != "authored"]
-        if not candidates:
-            break
-        victim = min(candidates, key=lambda f: (f.believed, f.importance, f.created))
-        kb.facts.remove(victim)
-        removed.append(victim)
+    if len(kb.facts) > rules.cap:
+        removed += _evict(kb, rules, now, known)
     stored = fact if any(f is fact for f in kb.facts) else None
     return LearnOutcome(stored=stored, displaced=displaced, removed=tuple(removed))
+
+
+def _evict(kb: KnowledgeBase, rules: KnowledgeRules, now: float, known: Container[str]) -> list[Fact]:
+    """Evict down to cap × (1 − slack): disbelieved first, then the lowest retention."""
+    keep_at_most = max(1, int(rules.cap * (1.0 - rules.cap_slack)))
+    candidates = [f for f in kb.facts if not f.locked and f.source != "authored"]
+    excess = len(kb.facts) - keep_at_most
+    if excess <= 0 or not candidates:
+        return []
+    candidates.sort(key=lambda f: (f.believed, retention(f, rules, now, known), f.created))
+    victims = {id(f) for f in candidates[:excess]}
+    evicted = [f for f in kb.facts if id(f) in victims]
+    kb.facts[:] = [f for f in kb.facts if id(f) not in victims]
+    return evicted
 
 
 class FactIndex:
@@ -89,16 +129,19 @@ class FactIndex:
 
     def __init__(self, kb: KnowledgeBase, rules: KnowledgeRules, now: float) -> None:
         self.by_id = {f.id: f for f in kb.facts}
-        self.origins = {f.origin for f in kb.facts}
+        self.origins = {o for f in kb.facts for o in (f.origin, *f.aliases)}
         self.shareable = [f.id for f in kb.facts if is_shareable(f, rules, now)]
 
     def record(self, outcome: LearnOutcome, rules: KnowledgeRules, now: float) -> None:
         """Bring the index up to date after :func:`learn`."""
         for fact in outcome.removed:
             self.by_id.pop(fact.id, None)
-            self.origins.discard(fact.origin)
+            self.origins.difference_update((fact.origin, *fact.aliases))
         if outcome.displaced is not None:
             self.by_id[outcome.displaced.id] = outcome.displaced
+        if outcome.merged is not None:
+            self.by_id[outcome.merged.id] = outcome.merged
+            self.origins.update(outcome.merged.aliases)
         if outcome.stored is not None:
             self.by_id[outcome.stored.id] = outcome.stored
             self.origins.add(outcome.stored.origin)

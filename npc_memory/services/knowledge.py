@@ -119,7 +119,11 @@ class KnowledgeService:
             locked=locked,
         )
         rules = self.state.pack.knowledge
-        outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now)
+        outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now, npc.relationships.by_player)
+        if outcome.merged is not None:  # the same claim again: reinforced, not copied
+            index.record(outcome, rules, now)
+            self.state.mark(key)
+            return None
         if outcome.stored is None:
             return None
         npc.knowledge.next_id += 1

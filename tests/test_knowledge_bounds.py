@@ -1,0 +1,45 @@
+"""Bounded knowledge: the same claim merges instead of copying, and past the cap the
+facts least worth keeping go in one batch (disbelieved first, authored kept)."""
+
+from __future__ import annotations
+
+import npc_memory
+from npc_memory.content import load_pack, validate_pack
+from npc_memory.events import FactLearned
+
+from .conftest import tick
+
+
+def capped(cap: int) -> npc_memory.Pack:
+    data = load_pack("village").model_dump()
+    data["knowledge"].update(cap=cap, cap_slack=0.25)
+    data["knowledge"]["facts"] = []
+    return validate_pack(data)
+
+
+def test_the_same_claim_seen_twice_is_one_fact_with_both_origins() -> None:
+    plugin = npc_memory.install(world="k", pack=capped(50))
+    plugin.add_npc(key="wren", room="market")
+    plugin.add_player(key="bram")
+    learned: list[FactLearned] = []
+    plugin.on(FactLearned, learned.append)
+    plugin.observe(room="market", subject="bram", content="Bram stole bread", tags=["theft"], confidence=0.6)
+    plugin.clock.advance(60.0)
+    plugin.observe(room="market", subject="bram", content="Bram stole bread", tags=["theft"], confidence=0.9)
+    facts = plugin.facts("wren")
+    assert len(facts) == 1 and len(learned) == 1
+    assert facts[0].confidence == 0.9 and len(facts[0].aliases) == 1  # reinforced, origin remembered
+
+
+def test_past_the_cap_the_least_worth_keeping_go_in_one_batch() -> None:
+    plugin = npc_memory.install(world="k", pack=capped(8))
+    plugin.add_npc(key="wren", room="market")
+    plugin.learn_fact("wren", "The well is dry", topic="well", importance=0.1)  # authored by the game
+    for i in range(8):
+        plugin.observe(room="market", content=f"rumour {i}", topic=f"r{i}", importance=0.1 * (i + 1))
+    facts = plugin.npc("wren").knowledge.facts
+    assert len(facts) == 6  # 9 > cap 8: evicted down to 8 × (1 − 0.25) in one pass
+    kept = {f.content for f in facts}
+    assert kept == {"The well is dry", "rumour 7", "rumour 6", "rumour 5", "rumour 4", "rumour 3"}
+    tick("k", 1)
+    assert len(plugin.npc("wren").knowledge.facts) == 6  # and gossip indexes followed
