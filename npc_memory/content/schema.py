@@ -344,6 +344,12 @@ class MemoryRules(_Model):
     one semantic memory; ``habit_min`` episodes sharing a tag at the same time of day
     become a procedural one, both worded by ``consolidation`` (see
     :class:`ConsolidationTemplates`).
+
+    Per NPC, at most ``memories_per_npc`` memories and ``players_per_npc`` players are
+    kept (so memory use levels off under any load): DecaySystem's daily visit of the
+    NPC evicts the least salient unlocked episodes beyond the first bound, and forgets
+    whatever it holds about the players it dealt with longest ago beyond the second
+    (their relationship, unlocked memories and conversation summaries), down to 90 %.
     """
 
     recency_days: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 30.0
@@ -357,6 +363,8 @@ class MemoryRules(_Model):
     episodic_cap: PositiveInt = 200
     semantic_cap: PositiveInt = 50
     procedural_cap: PositiveInt = 20
+    memories_per_npc: PositiveInt = 2000
+    players_per_npc: PositiveInt = 200
     consolidation: ConsolidationTemplates = ConsolidationTemplates()
 
 

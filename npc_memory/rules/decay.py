@@ -10,14 +10,15 @@ from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components.memory import (
     EpisodicMemory,
     Memory,
+    MemoryBank,
     MemoryKind,
     PairMemories,
     ProceduralMemory,
     SemanticMemory,
 )
-from npc_memory.components.relationship import DIMENSIONS, Relationship
+from npc_memory.components.relationship import DIMENSIONS, Relationship, Relationships
 from npc_memory.content.schema import MemoryRules
-from npc_memory.rules.memory import cap_for, eviction_key, salience
+from npc_memory.rules.memory import cap_for, eviction_key, salience, saliences
 
 
 def forget_faded(pair: PairMemories, rules: MemoryRules, now: float) -> list[Memory]:
@@ -55,6 +56,42 @@ def _evict(memories: list[_M], kind: MemoryKind, rules: MemoryRules, now: float)
         memories.remove(victim)
         evicted.append(victim)
     return evicted
+
+
+def over_npc_cap(bank: MemoryBank, rules: MemoryRules, now: float) -> list[Memory]:
+    """Evict the least salient unlocked episodic memories of an NPC holding more than
+    ``memories_per_npc`` in all, down to 90 % of it; returns them."""
+    total = bank.count()
+    if total <= rules.memories_per_npc:
+        return []
+    pairs = [bank.world, *bank.players.values()]
+    episodes = [(m, pair) for pair in pairs for m in pair.episodic if not m.locked]
+    scores = saliences([m for m, _ in episodes], now, rules.recency_days, rules.intensity_retention)
+    excess = total - int(rules.memories_per_npc * 0.9)
+    ranked = sorted(range(len(episodes)), key=lambda i: (scores[i], episodes[i][0].created))[:excess]
+    victims = {id(episodes[i][0]) for i in ranked}
+    for pair in pairs:
+        pair.episodic[:] = [m for m in pair.episodic if id(m) not in victims]
+    return [episodes[i][0] for i in ranked]
+
+
+def players_to_forget(
+    bank: MemoryBank, relationships: Relationships, rules: MemoryRules
+) -> list[str]:
+    """The players an NPC dealt with longest ago, beyond ``players_per_npc`` (down to
+    90 % of it): last interaction, else the newest memory of them."""
+    players = set(bank.players) | set(relationships.by_player)
+    if len(players) <= rules.players_per_npc:
+        return []
+
+    def last_dealt(player: str) -> tuple[float, str]:
+        rel = relationships.by_player.get(player)
+        pair = bank.players.get(player)
+        newest = max((m.created for m in pair.all()), default=0.0) if pair is not None else 0.0
+        return (max(newest, (rel.last_interaction or 0.0) if rel is not None else 0.0), player)
+
+    keep = int(rules.players_per_npc * 0.9)
+    return sorted(players, key=last_dealt)[: len(players) - keep]
 
 
 def drift(

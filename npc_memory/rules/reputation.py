@@ -45,6 +45,11 @@ class FactionStanding:
         for player, disposition in dispositions.items():
             self._add(faction, player, -disposition, -1)
 
+    def leave_pair(self, faction: str, player: str, disposition: float) -> None:
+        """A member of ``faction`` dropped its relationship with ``player``: it counts
+        with the starting disposition again."""
+        self._add(faction, player, -disposition, -1)
+
     def update(
         self, faction: str, player: str, old: float | None, new: float, initial: float
     ) -> tuple[int, int, float] | None:

@@ -78,10 +78,29 @@ class MaintenanceService:
             changed |= bool(decay_rules.enforce_caps(pair, rules, now))
         if player is None:
             self.knowledge.forget_expired(handle)
+            changed |= bool(decay_rules.over_npc_cap(handle.bank, rules, now))
+            for gone in decay_rules.players_to_forget(handle.bank, handle.relationships, rules):
+                self.forget_player_of(handle, gone)
+                changed = True
         else:
             self.relationships.drift(handle, player)
         if changed:
             self.state.mark(npc)
+
+    def forget_player_of(self, npc: NpcHandle, player: str) -> None:
+        """``npc`` lets go of ``player``: the relationship, unlocked memories and the
+        conversation summaries (an open conversation stays until it ends)."""
+        self.relationships.forget(npc, player)
+        pair = npc.bank.players.get(player)
+        if pair is not None:
+            pair.episodic[:] = [m for m in pair.episodic if m.locked]
+            pair.semantic[:] = [m for m in pair.semantic if m.locked]
+            pair.procedural[:] = [m for m in pair.procedural if m.locked]
+            if not len(pair):
+                del npc.bank.players[player]
+        npc.bank.milestones.pop(player, None)
+        npc.working.recent.pop(player, None)
+        self.state.mark(npc.identity.key)
 
     def consolidate_pair(self, npc: str, player: str | None) -> None:
         """ConsolidationSystem's work on one pair: each cluster of old episodes sharing

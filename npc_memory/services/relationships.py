@@ -96,6 +96,15 @@ class RelationshipService:
             npc, player.identity.key, {}, interaction_count=count, first_met=first, last_interaction=now
         )
 
+    def forget(self, npc: NpcHandle, player: str) -> None:
+        """``npc`` no longer has a relationship with ``player`` (faction standing follows)."""
+        rel = npc.relationships.by_player.pop(player, None)
+        if rel is None:
+            return
+        self.state.mark(npc.identity.key)
+        if npc.faction.faction is not None and npc.live:
+            self.standing.leave_pair(npc.faction.faction, player, rel.disposition)
+
     def drift(self, npc: NpcHandle, player: str) -> bool:
         """Let an idle relationship drift towards its faction baseline; whether it moved."""
         rel = npc.relationships.by_player.get(player)

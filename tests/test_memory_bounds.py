@@ -1,0 +1,50 @@
+"""Per-NPC bounds: past ``memories_per_npc`` the least salient unlocked episodes go, and
+past ``players_per_npc`` the players dealt with longest ago are let go, faction
+standing following — so memory use levels off under any load."""
+
+from __future__ import annotations
+
+import pytest
+
+import npc_memory
+from npc_memory.content import load_pack, validate_pack
+
+from .conftest import tick
+
+DAY = 86_400.0
+
+
+def bounded(**memory: int) -> npc_memory.Pack:
+    data = load_pack("village").model_dump()
+    data["memory"].update(memory)
+    return validate_pack(data)
+
+
+def test_an_npc_keeps_at_most_memories_per_npc() -> None:
+    plugin = npc_memory.install(world="m", pack=bounded(memories_per_npc=20), time_scale=DAY / 10)
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    plugin.remember("hilda", "alice", "Alice saved my daughter", importance=0.1, locked=True)
+    for i in range(30):
+        plugin.remember("hilda", "alice" if i % 2 else None, f"thing {i}", importance=0.1 + i / 40)
+    tick("m", 12)  # a game day passes: the daily visit trims the NPC
+    bank = plugin.npc("hilda").bank
+    assert bank.count() == 18  # 31 > 20: down to 90 %
+    contents = {m.content for pair in (bank.world, *bank.players.values()) for m in pair.all()}
+    assert "Alice saved my daughter" in contents and "thing 29" in contents and "thing 0" not in contents
+
+
+def test_an_npc_lets_go_of_the_players_it_dealt_with_longest_ago() -> None:
+    plugin = npc_memory.install(world="m", pack=bounded(players_per_npc=10), time_scale=DAY / 10)
+    plugin.add_npc(key="brandt", archetype="guard_captain")
+    for i in range(12):
+        plugin.add_player(key=f"p{i}", faction="thieves")
+        plugin.clock.advance(60.0)
+        plugin.adjust_relationship("brandt", f"p{i}", trust=-0.3)
+        plugin.record_interaction("brandt", f"p{i}")
+    tick("m", 12)
+    kept = set(plugin.npc("brandt").relationships.by_player)
+    assert kept == {f"p{i}" for i in range(3, 12)}  # 12 > 10: the 3 oldest go, 9 stay
+    start = plugin.relationship("brandt", "p0").disposition  # p0 counts as a stranger again
+    assert plugin.query.standing("guards", "p0") == pytest.approx(start)
+    assert plugin.query.standing("guards", "p11") == pytest.approx(plugin.query.disposition("brandt", "p11"))
