@@ -6,6 +6,7 @@ from __future__ import annotations
 import npc_memory
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.events import FactLearned
+from npc_memory.systems.gossip import GossipSystem
 
 from .conftest import tick
 
@@ -43,3 +44,17 @@ def test_past_the_cap_the_least_worth_keeping_go_in_one_batch() -> None:
     assert kept == {"The well is dry", "rumour 7", "rumour 6", "rumour 5", "rumour 4", "rumour 3"}
     tick("k", 1)
     assert len(plugin.npc("wren").knowledge.facts) == 6  # and gossip indexes followed
+
+
+def test_a_room_where_everyone_knows_the_news_goes_quiet() -> None:
+    plugin = npc_memory.install(world="k", pack=capped(50), deterministic=True)
+    for key in ("ada", "bo", "cy"):
+        plugin.add_npc(key=key, archetype="innkeeper", room="tavern")
+    plugin.observe(room="tavern", content="The mill burned down", importance=0.9)  # all three saw it
+    system = next(p for p in plugin.processors if isinstance(p, GossipSystem))
+    tick("k", 30)
+    assert system.exchanges == 0  # nothing to tell anyone
+    assert "tavern" not in system.board.active  # the tellers ran out of misses: no more wasted draws
+    plugin.add_npc(key="dee", archetype="innkeeper", room="tavern")  # a newcomer: the room wakes up
+    tick("k", 30)
+    assert any("mill" in f.content for f in plugin.facts("dee"))  # and hears it

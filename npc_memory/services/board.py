@@ -38,6 +38,7 @@ class _Room:
     teller_weights: list[float] = field(default_factory=list)
     listeners: list[str] = field(default_factory=list)
     listener_weights: list[float] = field(default_factory=list)
+    misses: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -126,6 +127,30 @@ class GossipBoard:
             if listener != teller:
                 return room_name, teller, listener
         return None
+
+    def missed(self, room_name: str, teller: str, limit: int = 3) -> None:
+        """``teller`` found nothing its listener did not know. After ``limit`` such misses
+        in a row it stops telling in this room until the room changes (someone enters,
+        leaves or learns something), so a room whose occupants all know the same news
+        goes quiet instead of wasting the budget."""
+        room = self.rooms.get(room_name)
+        if room is None or teller not in room.tellers:
+            return
+        room.misses[teller] = room.misses.get(teller, 0) + 1
+        if room.misses[teller] < limit:
+            return
+        position = room.tellers.index(teller)
+        del room.tellers[position]
+        room.teller_weights = _cumulate([self.teller_weight(n) for n in room.tellers])
+        if not room.tellers:
+            self.rooms.pop(room_name, None)
+            self._deactivate(room_name)
+
+    def told(self, room_name: str, teller: str) -> None:
+        """``teller`` passed something on: its run of misses ends."""
+        room = self.rooms.get(room_name)
+        if room is not None:
+            room.misses.pop(teller, None)
 
     def _deactivate(self, room: str) -> None:
         position = self._position.pop(room, None)

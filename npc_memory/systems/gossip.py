@@ -42,4 +42,7 @@ class GossipSystem(esper.Processor):
                 break
             if self.exchange(*drawn):
                 made += 1
+                self.board.told(drawn[0], drawn[1])
+            else:
+                self.board.missed(drawn[0], drawn[1])
         self.exchanges += made
