@@ -129,7 +129,7 @@ def test_tool_use_mode(api: FakeMessagesAPI) -> None:
     assert body["tool_choice"] == {"type": "tool", "name": "record_memories"} and "output_config" not in body
 
 
-def test_429_with_retry_after_is_retried_by_the_sdk(api: FakeMessagesAPI) -> None:
+def test_429_with_retry_after_is_retried_within_the_deadline(api: FakeMessagesAPI) -> None:
     rate_limited = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
     api.push(Reply(status=429, body=rate_limited, headers={"retry-after": "0"}))
     plugin = make_plugin(api, pack=llm_pack(max_retries=2))
@@ -137,17 +137,20 @@ def test_429_with_retry_after_is_retried_by_the_sdk(api: FakeMessagesAPI) -> Non
     converse(plugin)
     tick_until(plugin, lambda: bool(seen))
     assert seen[0].source == "llm" and len(api.requests) == 2
+    stats = plugin.extraction.stats.llm["extraction"]
+    assert (stats.calls, stats.attempts, stats.failures, stats.tokens) == (1, 2, 0, 1400)  # the 429 cost nothing
 
 
-def test_a_retry_after_beyond_the_deadline_falls_back(api: FakeMessagesAPI) -> None:
+def test_a_retry_after_beyond_the_deadline_fails_at_once(api: FakeMessagesAPI) -> None:
     rate_limited = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
     api.default = Reply(status=429, body=rate_limited, headers={"retry-after": "3600"})
     plugin = make_plugin(api, pack=llm_pack(max_retries=2, deadline=1.0))
     seen = results(plugin)
     converse(plugin)
     tick_until(plugin, lambda: bool(seen))
-    assert (seen[0].source, seen[0].reason) == ("rules", "fallback: timeout after 1 s")
+    assert (seen[0].source, seen[0].reason) == ("rules", "fallback: api error 429 (retry-after 3600 s is past the 1 s deadline)")
     assert [m.tags for m in plugin.memories("hilda", "alice")] == [("heroic", "combat")]
+    assert len(api.requests) == 1 and plugin.extraction.limiter.spent_today == 0
 
 
 @pytest.mark.parametrize(
@@ -226,14 +229,21 @@ def test_the_circuit_opens_after_repeated_failures_and_recovers(api: FakeMessage
 
 
 def test_budgets_refuse_calls_before_they_are_made(api: FakeMessagesAPI) -> None:
-    plugin = make_plugin(api, pack=llm_pack(npc_daily_tokens=3000, max_in_flight=1))
+    probe = make_plugin(api)
+    assert probe.extraction.gateway is not None and probe.extraction.extractor is not None
+    converse(probe)
+    [job] = probe.extraction.queue
+    estimate = probe.extraction.gateway.estimate(probe.extraction.extractor.request(job, 600))
+    npc_memory.uninstall("llm")
+    # Room for one reservation after a settled call (1,400 used), not for two.
+    plugin = make_plugin(api, pack=llm_pack(npc_daily_tokens=1400 + estimate, max_in_flight=1))
     seen = results(plugin)
     converse(plugin, 3)
     tick_until(plugin, lambda: len(seen) == 3)
-    # The first call (reserved ~2,400, settled at 1,400) fits; the next reservation would not.
     assert [e.source for e in seen] == ["llm", "llm", "rules"]
-    assert seen[2].reason.startswith("fallback: budget: daily tokens for hilda")
+    assert seen[2].reason.startswith("fallback: budget: daily tokens for hilda (2800 of")
     assert len(api.requests) == 2
+    assert plugin.extraction.stats.llm["extraction"].refused == 1
 
 
 def test_requests_per_minute(api: FakeMessagesAPI) -> None:
