@@ -5,9 +5,11 @@ of :class:`MemoryOut`). Its JSON schema is what the API is asked for (see
 ``npc_memory.extraction.anthropic``); validating is lenient where clamping is safe and
 strict where the answer is structurally wrong:
 
-- at most 3 memories (the most important), content stripped and cut to 500 characters,
-  importance and intensity clamped into [0, 1], unknown kinds → episodic, unknown
-  valences → neutral, tags lower-cased, stripped, cut to 32 characters, at most 8;
+- at most 3 memories (the most important of the first 16 listed: a longer list is not an
+  answer to "0 to 3 memories", and reading it whole would only cost time), content
+  stripped and cut to 500 characters, importance and intensity clamped into [0, 1],
+  unknown kinds → episodic, unknown valences → neutral, tags lower-cased, stripped,
+  cut to 32 characters, at most 8;
 - memories without usable content, and game-only memories, are dropped;
 - anything structurally wrong (not an object, no ``memories`` list, an item that is not
   an object, tags that are not a list, a number that is not a finite number) raises
@@ -28,6 +30,7 @@ from npc_memory.llm.output import validate_json, validate_python
 
 __all__ = [
     "GAME_ONLY",
+    "MAX_READ",
     "MAX_TAGS",
     "MAX_TAG_CHARS",
     "MalformedOutputError",
@@ -38,6 +41,8 @@ __all__ = [
 ]
 
 MAX_TAGS = 8
+MAX_READ = 16
+"""Items of an answer's ``memories`` list that are read; the rest are ignored."""
 MAX_TAG_CHARS = 32
 GAME_ONLY = frozenset({"game-only", "game_only"})
 
@@ -130,7 +135,7 @@ class MemoriesOut(BaseModel):
     def _wrapper(cls, value: Any) -> Any:
         if not isinstance(value, dict) or not isinstance(value.get("memories"), list):
             raise ValueError("expected an object with a 'memories' list")
-        return value
+        return {**value, "memories": value["memories"][:MAX_READ]}
 
     def extracted(self) -> tuple[ExtractedMemory, ...]:
         """The memories to store: usable ones, most important first, at most 3."""

@@ -333,8 +333,8 @@ class LLMGateway:
                         await asyncio.sleep(wait)
                         continue
                     except anthropic.APIConnectionError as exc:
-                        cause = _root_cause(exc)
-                        if isinstance(cause, _UNSENT):
+                        cause = exc.__cause__ or exc  # the HTTP client's error
+                        if any(isinstance(link, _UNSENT) for link in _chain(exc)):
                             call.attempt = None  # never reached the API: nothing billed
                             wait, note = self._retry_wait(None, call.attempts, end - loop.time())
                             if wait is None:
@@ -377,7 +377,9 @@ class LLMGateway:
     def _lost(self, call: _Call, attempt: Attempt, exc: Exception, cause: BaseException) -> LLMResult[Any]:
         """An attempt that reached the API but whose response could not be read."""
         status = attempt.status
-        if isinstance(cause, ResponseTooLargeError | UnexpectedEncodingError):
+        refusals = [e for e in _chain(exc) if isinstance(e, ResponseTooLargeError | UnexpectedEncodingError)]
+        if refusals:
+            cause = refusals[0]
             what = f"response too large: {cause}" if isinstance(cause, ResponseTooLargeError) else str(cause)
             if status is not None and status >= 400:  # an error (of a proxy, say): nothing billed
                 return LLMResult(failure=f"api error {status} ({what})", attempts=call.attempts)
@@ -491,13 +493,14 @@ class LLMGateway:
         await self._client.close()
 
 
-def _root_cause(exc: BaseException) -> BaseException:
-    seen: set[int] = set()
-    current = exc
-    while current.__cause__ is not None and id(current) not in seen:
-        seen.add(id(current))
-        current = current.__cause__
-    return current
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its causes, outermost first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
 
 def _should_retry(response: httpx2.Response) -> bool:
