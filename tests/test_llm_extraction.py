@@ -4,6 +4,7 @@ and ticks that never wait on the network. No network, no real key."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -167,8 +168,17 @@ def test_a_retry_after_beyond_the_deadline_fails_at_once(api: FakeMessagesAPI) -
         (Reply(body=b"<html><body>Gateway</body></html>", content_type="text/html"),
          "fallback: malformed output: the response is not a message (got str)"),
         (Reply(status=502, body=b"<html>Bad gateway</html>", content_type="text/html"), "fallback: api error 502"),
+        (Reply(body=json.dumps(message([memory()])).encode(), cut_after=100),
+         "fallback: response cut off after 100 bytes"),
+        (Reply(body=message(text="I can't help with that.", stop_reason="refusal")),
+         "fallback: refused by the model (stop_reason 'refusal')"),
+        (Reply(body=message(text='{"memories": [', stop_reason="max_tokens")),
+         "fallback: truncated: the answer reached max_tokens (600)"),
+        (Reply(body=message(text=123)), "fallback: malformed output: content[0].text is not a string (got int)"),
+        (Reply(body=b" " * (4 * 1024 * 1024)), "fallback: response too large: Content-Length 4194304 is over"),
     ],
-    ids=["529", "500", "slow", "not-json", "no-wrapper", "bad-number", "html-200", "html-502"],
+    ids=["529", "500", "slow", "not-json", "no-wrapper", "bad-number", "html-200", "html-502", "cut-off",
+         "refusal", "max-tokens", "text-not-string", "4-MB"],
 )
 def test_failures_fall_back_to_the_rules_with_the_reason(api: FakeMessagesAPI, reply: Reply, reason: str) -> None:
     api.default = reply
