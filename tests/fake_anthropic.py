@@ -90,8 +90,12 @@ class FakeMessagesAPI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 raw = self.rfile.read(length)
+                try:
+                    sent = json.loads(raw)
+                except ValueError:  # the client went away mid-request (shutting down)
+                    return
                 with api._lock:
-                    api.requests.append({"path": self.path, "headers": dict(self.headers), "json": json.loads(raw)})
+                    api.requests.append({"path": self.path, "headers": dict(self.headers), "json": sent})
                     reply = api.replies.popleft() if api.replies else api.default
                 if reply.gate is not None and reply.stall_after is None:
                     reply.gate.wait(timeout=30)

@@ -34,7 +34,7 @@ from npc_memory.extraction.validate import MemoriesOut, parse_memories, parse_me
 from npc_memory.llm.budget import Price, price_of
 from npc_memory.llm.gateway import DEFAULT_MODEL, ClientSettings, LLMGateway, reply_text
 from npc_memory.llm.http import MAX_RESPONSE_BYTES
-from npc_memory.llm.model import LLMRequest, LLMResult, SummaryOutcome
+from npc_memory.llm.model import LLMRequest, LLMResult, SummaryOutcome, options_json
 from npc_memory.llm.output import text_of, tool_input_of
 from npc_memory.llm.summary import MAX_SUMMARY, SUMMARY_PROMPT, parse_summary, summary_request
 
@@ -47,6 +47,7 @@ __all__ = [
     "TOOL_NAME",
     "AnthropicExtractor",
     "LLMWorker",
+    "check_tags",
     "memories_schema",
     "system_prompt",
 ]
@@ -120,6 +121,17 @@ Answer: {"memories": [{"content": "Cora always haggles hard over prices.", "kind
 
 def system_prompt(tags: TagVocabulary = DEFAULT_TAGS) -> str:
     """The extraction system prompt offering ``tags`` ((tag, description) pairs)."""
+    if isinstance(tags, tuple):
+        return _cached_system_prompt(tags)
+    return _system_prompt(tags)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_system_prompt(tags: tuple[tuple[str, str], ...]) -> str:
+    return _system_prompt(tags)
+
+
+def _system_prompt(tags: TagVocabulary) -> str:
     lines = "\n".join(f"  - {tag}: {about}" if about else f"  - {tag}" for tag, about in tags)
     return _SYSTEM_TEMPLATE.format(tags=lines)
 
@@ -135,7 +147,22 @@ def memories_schema() -> dict[str, Any]:
     return transform_schema(MemoriesOut)
 
 
+def check_tags(tags: TagVocabulary) -> tuple[tuple[str, str], ...]:
+    """``tags`` as (tag, description) pairs, tags stripped and lower-cased; ``ValueError``
+    for anything else."""
+    if isinstance(tags, tuple) and all(isinstance(pair, tuple) for pair in tags):
+        return _checked_tags(tags)
+    return _check_tags(tags)
+
+
+@functools.lru_cache(maxsize=16)
+def _checked_tags(tags: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return _check_tags(tags)
+
+
 def _check_tags(tags: TagVocabulary) -> tuple[tuple[str, str], ...]:
+    if isinstance(tags, str):
+        raise ValueError(f"tags must be (tag, description) pairs of strings, got {tags!r}")
     checked = []
     for pair in tags:
         if (
@@ -147,6 +174,26 @@ def _check_tags(tags: TagVocabulary) -> tuple[tuple[str, str], ...]:
             raise ValueError(f"tags must be (tag, description) pairs of strings, got {pair!r}")
         checked.append((pair[0].strip().lower(), pair[1].strip()))
     return tuple(checked)
+
+
+@functools.cache
+def _options(mode: str) -> tuple[dict[str, Any], str]:
+    """The structured-output parameters of an extraction call in ``mode``, and their JSON."""
+    options: dict[str, Any]
+    if mode == "tool":
+        options = {
+            "tools": [
+                {
+                    "name": TOOL_NAME,
+                    "description": "Record what the NPC remembers from the conversation.",
+                    "input_schema": memories_schema(),
+                }
+            ],
+            "tool_choice": {"type": "tool", "name": TOOL_NAME},
+        }
+    else:
+        options = {"output_config": {"format": {"type": "json_schema", "schema": memories_schema()}}}
+    return options, options_json(options)
 
 
 class AnthropicExtractor:
@@ -190,7 +237,7 @@ class AnthropicExtractor:
         self.max_retries = max_retries
         self.max_tokens = max_tokens
         self.price = price_of(model, prices)
-        self.tags: tuple[tuple[str, str], ...] = DEFAULT_TAGS if tags is None else _check_tags(tags)
+        self.tags: tuple[tuple[str, str], ...] = DEFAULT_TAGS if tags is None else check_tags(tags)
         self.max_response_bytes = max_response_bytes
 
     def __repr__(self) -> str:
@@ -223,21 +270,8 @@ class AnthropicExtractor:
         where = f", at the {job.room}" if job.room else ""
         role = f", {job.npc_role}" if job.npc_role else ""
         transcript = f"NPC: {job.npc_name}{role}{where}. Player: {job.player_name}.\n{lines}\nAnswer:"
-        vocabulary = self.tags if tags is None else _check_tags(tags)
-        options: dict[str, Any]
-        if self.mode == "tool":
-            options = {
-                "tools": [
-                    {
-                        "name": TOOL_NAME,
-                        "description": "Record what the NPC remembers from the conversation.",
-                        "input_schema": memories_schema(),
-                    }
-                ],
-                "tool_choice": {"type": "tool", "name": TOOL_NAME},
-            }
-        else:
-            options = {"output_config": {"format": {"type": "json_schema", "schema": memories_schema()}}}
+        vocabulary = self.tags if tags is None else check_tags(tags)
+        options, options_text = _options(self.mode)
         return LLMRequest(
             system=(
                 {"type": "text", "text": system_prompt(vocabulary)},
@@ -247,6 +281,7 @@ class AnthropicExtractor:
             max_tokens=max_tokens,
             parse=self.parse,
             options=options,
+            options_text=options_text,
         )
 
     def parse(self, message: Any) -> tuple[ExtractedMemory, ...]:

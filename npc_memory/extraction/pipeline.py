@@ -139,14 +139,16 @@ class ExtractionPipeline:
         self.budgets = budgets
         self.llm = llm_rules
         self.rules: RuleExtractor = rules if rules is not None else RuleBasedExtractor()
-        self.tags = tags
+        self.tags: tuple[tuple[str, str], ...] | None = None
         self.extractor: AnthropicExtractor | None = None
         self.worker: LLMWorker | None = None
         self.gateway: LLMGateway | None = gateway
         if llm is not None or gateway is not None:
             # An LLM is configured, so `anthropic` is imported already (at install).
-            from npc_memory.extraction.anthropic import AnthropicExtractor, LLMWorker
+            from npc_memory.extraction.anthropic import AnthropicExtractor, LLMWorker, check_tags
             from npc_memory.llm.gateway import LLMGateway
+
+            self.tags = None if tags is None else check_tags(tags)
 
             if isinstance(llm, LLMWorker):
                 self.extractor, settings_rules = llm.extractor, llm.rules(llm_rules)

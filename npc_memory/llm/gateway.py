@@ -41,6 +41,7 @@ import email.utils
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -159,6 +160,8 @@ class LLMGateway:
         self.stats = LLMStats()
         self._lock = threading.Lock()
         self._pending: dict[int, _Call] = {}
+        self._inbox: deque[_Call] = deque()
+        self._wake_pending = False
         self._closed = False
         self._worker = WorkerLoop()
         self._client: anthropic.AsyncAnthropic = self._worker.run(self._open_client()).result(timeout=30)
@@ -261,8 +264,12 @@ class LLMGateway:
             reserved = TokenUsage(input=prompt, output=output)
             call = _Call(owner, purpose, request, estimate, reserved, wrap, account)
             self._pending[id(call)] = call
+            # One wake-up of the loop per batch of submissions: waking it is a syscall, during
+            # which the worker may take the GIL from the tick.
+            self._inbox.append(call)
+            wake, self._wake_pending = not self._wake_pending, True
         call.future.add_done_callback(lambda future: self._caller_cancelled(call, future))
-        if not self._worker.call_soon(self._start, call):
+        if wake and not self._worker.call_soon(self._drain):
             self._conclude(call, LLMResult(failure=SHUT_DOWN, cancelled=True))
         return call.future
 
@@ -271,6 +278,14 @@ class LLMGateway:
             self._worker.call_soon(self._cancel, call)
 
     # ------------------------------------------------------------------ on the worker loop
+
+    def _drain(self) -> None:
+        with self._lock:
+            calls = list(self._inbox)
+            self._inbox.clear()
+            self._wake_pending = False
+        for call in calls:
+            self._start(call)
 
     def _start(self, call: _Call) -> None:
         if self._closed or call.future.cancelled():

@@ -56,6 +56,9 @@ class LLMRequest(Generic[T]):
     max_tokens: int
     parse: Callable[[Any], T]
     options: Mapping[str, Any] = field(default_factory=dict)
+    options_text: str | None = None
+    """``options`` as JSON, when the builder has it at hand (a fixed schema's text, made
+    once): saves encoding it for every estimate."""
 
     def prompt_text(self) -> str:
         """Everything the call sends as input, as text: system, messages and options
@@ -68,14 +71,21 @@ class LLMRequest(Generic[T]):
         for message in self.messages:
             content = message.get("content", "")
             parts.append(content if isinstance(content, str) else json.dumps(content))
-        if self.options:
-            parts.append(json.dumps(self.options, sort_keys=True, default=str))
+        if self.options_text is not None:
+            parts.append(self.options_text)
+        elif self.options:
+            parts.append(options_json(self.options))
         return "\n".join(parts)
 
     def estimate(self) -> tuple[int, int]:
         """(input tokens, output tokens) reserved before the call: the one token estimate
         (:func:`npc_memory.rules.tokens.estimate_tokens`) of the prompt, and ``max_tokens``."""
         return estimate_tokens(self.prompt_text()), self.max_tokens
+
+
+def options_json(options: Mapping[str, Any]) -> str:
+    """The JSON text of call options, as counted in a reservation."""
+    return json.dumps(options, sort_keys=True, default=str)
 
 
 class LLMResult(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
