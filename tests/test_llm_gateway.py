@@ -271,6 +271,26 @@ def test_a_truncated_or_refused_reply_is_a_failure_not_a_line(api: FakeMessagesA
     assert gateway.stats["reply"].failures == 3 and gateway.stats["reply"].tokens == 3 * 1400
 
 
+@pytest.mark.parametrize(
+    ("body", "failure"),
+    [
+        (b"{oops", "malformed output: unreadable response body (JSONDecodeError: Expecting property name"),
+        (b"[]", "malformed output: the response is not a message (got list)"),
+        (b"null", "malformed output: the response is not a message (got NoneType)"),
+        (b'{"type": "error"}', "malformed output: the response has no content list (got NoneType)"),
+    ],
+    ids=["invalid-json", "list", "null", "no-content"],
+)
+def test_a_200_that_is_no_message_is_a_failure_charged_its_reservation(
+    api: FakeMessagesAPI, open_gateway: Open, body: bytes, failure: str
+) -> None:
+    api.default = Scripted(body=body)
+    gateway, extractor = open_gateway()
+    result = extract(gateway, extractor)
+    assert result.failure is not None and result.failure.startswith(failure)
+    assert (result.usage, result.usage_estimated) == (reservation(gateway, extractor), True)  # no usage said
+
+
 def test_an_answer_without_usage_is_charged_its_reservation(api: FakeMessagesAPI, open_gateway: Open) -> None:
     body = message([memory()])
     del body["usage"]

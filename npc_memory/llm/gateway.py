@@ -319,6 +319,7 @@ class LLMGateway:
         )
 
     async def _attempts(self, call: _Call) -> LLMResult[Any]:
+        """The call's attempts, under its deadline, until one gives a result."""
         settings, request = self.settings, call.request
         params: dict[str, Any] = {
             "model": settings.model,
@@ -327,47 +328,61 @@ class LLMGateway:
             "messages": list(request.messages),
             **request.options,
         }
-        loop = asyncio.get_running_loop()
-        end = loop.time() + settings.deadline
+        end = asyncio.get_running_loop().time() + settings.deadline
         try:
             async with asyncio.timeout_at(end):
                 while True:
-                    call.attempts += 1
-                    attempt = call.attempt = Attempt()
-                    token = CURRENT_ATTEMPT.set(attempt)
-                    try:
-                        left = max(end - loop.time(), 0.001)
-                        timeout = httpx2.Timeout(left + 1.0, connect=min(left + 1.0, 5.0))
-                        message = await self._client.messages.create(**params, timeout=timeout)
-                    except anthropic.APIStatusError as exc:
-                        call.attempt = None  # the API answered with an error: nothing billed
-                        wait, note = self._retry_wait(exc.response, call.attempts, end - loop.time())
-                        if wait is None:
-                            failure = f"api error {exc.status_code}{note}"
-                            return LLMResult(failure=failure, attempts=call.attempts)
-                        await asyncio.sleep(wait)
-                        continue
-                    except anthropic.APIConnectionError as exc:
-                        cause = exc.__cause__ or exc  # the HTTP client's error
-                        if any(isinstance(link, _UNSENT) for link in _chain(exc)):
-                            call.attempt = None  # never reached the API: nothing billed
-                            wait, note = self._retry_wait(None, call.attempts, end - loop.time())
-                            if wait is None:
-                                return LLMResult(
-                                    failure=f"connection error: {type(cause).__name__}{note}",
-                                    attempts=call.attempts,
-                                )
-                            await asyncio.sleep(wait)
-                            continue
-                        return self._lost(call, attempt, exc, cause)
-                    finally:
-                        CURRENT_ATTEMPT.reset(token)
-                    return self._answer(call, message)
+                    outcome = await self._attempt(call, params, end)
+                    if isinstance(outcome, LLMResult):
+                        return outcome
+                    await asyncio.sleep(outcome)
         except TimeoutError:
             stalled = ""
             if call.attempt is not None and call.attempt.status is not None:
                 stalled = f" (response body stalled after {call.attempt.received} bytes)"
             return self._unknown(call, f"timeout after {settings.deadline:g} s{stalled}")
+
+    async def _attempt(self, call: _Call, params: dict[str, Any], end: float) -> LLMResult[Any] | float:
+        """One HTTP request: the call's result, or how long to wait before retrying."""
+        loop = asyncio.get_running_loop()
+        call.attempts += 1
+        attempt = call.attempt = Attempt()
+        token = CURRENT_ATTEMPT.set(attempt)
+        try:
+            left = max(end - loop.time(), 0.001)
+            timeout = httpx2.Timeout(left + 1.0, connect=min(left + 1.0, 5.0))  # the deadline comes first
+            message = await self._client.messages.create(**params, timeout=timeout)
+        except anthropic.APIStatusError as exc:
+            call.attempt = None  # the API answered with an error: nothing billed
+            return self._retry_or_fail(call, exc.response, f"api error {exc.status_code}", end - loop.time())
+        except anthropic.APIConnectionError as exc:
+            if not any(isinstance(link, _UNSENT) for link in _chain(exc)):
+                return self._lost(call, attempt, exc)
+            call.attempt = None  # never reached the API: nothing billed
+            failure = f"connection error: {type(exc.__cause__ or exc).__name__}"
+            return self._retry_or_fail(call, None, failure, end - loop.time())
+        except Exception as exc:
+            if not attempt.complete:
+                raise
+            # The body was read whole, but the SDK could not make a message of it.
+            return LLMResult(
+                failure=f"malformed output: unreadable response body ({type(exc).__name__}: {exc})",
+                usage=call.estimate_usage,
+                usage_estimated=True,
+                attempts=call.attempts,
+            )
+        finally:
+            CURRENT_ATTEMPT.reset(token)
+        return self._answer(call, message)
+
+    def _retry_or_fail(
+        self, call: _Call, response: httpx2.Response | None, failure: str, left: float
+    ) -> LLMResult[Any] | float:
+        """After an attempt that cost nothing: the wait before the next, or the failure."""
+        wait, note = self._retry_wait(response, call.attempts, left)
+        if wait is None:
+            return LLMResult(failure=failure + note, attempts=call.attempts)
+        return wait
 
     def _retry_wait(
         self, response: httpx2.Response | None, attempts: int, left: float
@@ -389,9 +404,9 @@ class LLMGateway:
             return None, " (no time left before the deadline to retry)"
         return backoff, ""
 
-    def _lost(self, call: _Call, attempt: Attempt, exc: Exception, cause: BaseException) -> LLMResult[Any]:
+    def _lost(self, call: _Call, attempt: Attempt, exc: Exception) -> LLMResult[Any]:
         """An attempt that reached the API but whose response could not be read."""
-        status = attempt.status
+        status, cause = attempt.status, exc.__cause__ or exc  # the HTTP client's error
         refusals = [e for e in _chain(exc) if isinstance(e, ResponseTooLargeError | UnexpectedEncodingError)]
         if refusals:
             cause = refusals[0]

@@ -25,9 +25,10 @@ MAX_RESPONSE_BYTES = 256 * 1024
 """Default cap on a response body. The largest legitimate answer is bounded by the
 output limit: the content pack allows at most 8,192 output tokens, about 32 KiB of text,
 and even if every character were JSON-escaped as ``\\uXXXX`` inside the text block
-(6 bytes each) the body stays under 200 KiB. Parsing 256 KiB of JSON holds the GIL for
-about a millisecond on the worker thread (measured in benchmarks/test_bench_extraction.py),
-against 6–16 ms for the 1–4 MB bodies a misbehaving proxy can send."""
+(6 bytes each) the body stays under 200 KiB. Decoding and validating an answer just under
+the cap takes ~0.9 ms of the worker thread (``benchmarks/test_bench_extraction.py``);
+before the cap a 4 MB answer was parsed whole, and ticks running meanwhile stalled up to
+27 ms waiting for the GIL (measured with the same load as that benchmark)."""
 
 
 class ResponseTooLargeError(Exception):
