@@ -9,6 +9,8 @@ import concurrent.futures
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -507,3 +509,13 @@ def test_the_pipeline_takes_its_rule_extractor(api: FakeMessagesAPI) -> None:
     [result] = pipeline.tick()
     assert (result.source, result.memories) == ("rules", ())
     assert pipeline.gateway is None and api.requests == []
+
+
+def test_the_llm_package_does_not_import_the_sdk_until_the_gateway_is_used() -> None:
+    code = (
+        "import sys, npc_memory, npc_memory.llm, npc_memory.extraction.pipeline; "
+        "assert 'anthropic' not in sys.modules; "
+        "npc_memory.llm.Reply, npc_memory.llm.TokenUsage; assert 'anthropic' not in sys.modules; "
+        "npc_memory.llm.LLMGateway; assert 'anthropic' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
