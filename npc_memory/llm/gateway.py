@@ -86,7 +86,8 @@ class ClientSettings:
     (``None``: the SDK's own resolution, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``…);
     ``deadline`` (real seconds for a whole call, retries and waits included);
     ``max_retries`` (retries of attempts that cost nothing); ``max_tokens`` (output
-    limit of extraction and summaries); ``price``; ``max_response_bytes`` (the body cap,
+    limit of extraction and summaries); ``price`` (default: the model's, see
+    :func:`~npc_memory.llm.budget.price_of`); ``max_response_bytes`` (the body cap,
     see :mod:`npc_memory.llm.http`)."""
 
     model: str = DEFAULT_MODEL
@@ -95,8 +96,18 @@ class ClientSettings:
     deadline: float = 20.0
     max_retries: int = 2
     max_tokens: int = 600
-    price: Price = field(default_factory=lambda: price_of(DEFAULT_MODEL))
+    price: Price | None = None
     max_response_bytes: int = MAX_RESPONSE_BYTES
+
+    def __post_init__(self) -> None:
+        if self.price is None:  # the model's list price (unknown models: the dearest listed)
+            object.__setattr__(self, "price", price_of(self.model))
+
+    @property
+    def cost(self) -> Price:
+        """The price table entry used for costs."""
+        assert self.price is not None
+        return self.price
 
 
 @dataclass(eq=False)
@@ -463,7 +474,7 @@ class LLMGateway:
 
     def _conclude(self, call: _Call, result: LLMResult[Any]) -> None:
         """Settle ``call`` (once): budgets, statistics, breaker; then resolve its future."""
-        cost = self.settings.price.cost(result.usage) if result.usage is not None else 0.0
+        cost = self.settings.cost.cost(result.usage) if result.usage is not None else 0.0
         result = msgspec.structs.replace(result, cost_usd=cost)
         with self._lock:
             if self._pending.pop(id(call), None) is None:
