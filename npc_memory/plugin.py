@@ -53,9 +53,9 @@ from npc_memory.errors import (
     VersionConflictError,
 )
 from npc_memory.events import Event
-from npc_memory.extraction.model import SummaryOutcome
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.extraction.rules import RuleBasedExtractor
+from npc_memory.llm import Reply
 from npc_memory.query import MemoryQuery
 from npc_memory.rules.validation import (
     GAME_ONLY_TAGS,
@@ -193,8 +193,13 @@ def install(
     pipeline: ExtractionPipeline | None = None
     try:
         contents = backend.load() if backend is not None else None
-        pipeline = ExtractionPipeline(loaded.budgets, loaded.llm, _llm_worker(llm, loaded))
-        pipeline.rules = RuleBasedExtractor(loaded.extraction)  # the pack's cues and tags
+        pipeline = ExtractionPipeline(
+            loaded.budgets,
+            loaded.llm,
+            _checked_llm(llm),
+            rules=RuleBasedExtractor(loaded.extraction),  # the pack's cues and tags
+            tags=loaded.extraction.vocabulary(),  # …which the LLM prompt offers too
+        )
         state = WorldState(
             world=name,
             pack=loaded,
@@ -236,19 +241,14 @@ def _dt_source(dt: str | DtSource | None) -> DtSource:
     raise InvalidArgumentError(f"dt must be None, a keyword name or a callable, got {dt!r}")
 
 
-def _llm_worker(llm: AnthropicExtractor | None, pack: Pack) -> Any:
+def _checked_llm(llm: AnthropicExtractor | None) -> AnthropicExtractor | None:
     if llm is None:
         return None
-    from npc_memory.extraction.anthropic import AnthropicExtractor, LLMWorker  # imports anthropic
+    from npc_memory.extraction.anthropic import AnthropicExtractor  # imports anthropic
 
     if not isinstance(llm, AnthropicExtractor):
         raise InvalidArgumentError(f"llm must be an npc_memory.AnthropicExtractor or None, got {llm!r}")
-    return LLMWorker(
-        llm,
-        deadline=pack.llm.deadline,
-        max_retries=pack.llm.max_retries,
-        max_tokens=pack.llm.max_output_tokens,
-    )
+    return llm
 
 
 def _open_store(store: str | os.PathLike[str] | Store | None, pack: Pack) -> Store | None:
@@ -816,10 +816,12 @@ class MemoryPlugin:
 
     def reply(
         self, npc: Ref, player: Ref, message: str, *, max_tokens: int = 1000, reply_tokens: int = 300
-    ) -> concurrent.futures.Future[SummaryOutcome]:
+    ) -> concurrent.futures.Future[Reply]:
         """Ask the configured LLM for ``npc``'s next line to ``message``; returns at once
-        with a future whose result has ``text`` (or ``failure``: over budget, circuit
-        open, timeout, API error). Raises if no LLM is configured; use
+        with a future of a :class:`Reply`: ``text``, or ``failure`` (over budget, circuit
+        open, timeout, API error, refusal, truncated), with its ``usage`` and ``cost_usd``
+        (counted in ``plugin.extraction.stats``). Every future resolves, at the latest
+        with "shut down" at uninstall. Raises if no LLM is configured; use
         :meth:`prompt_messages` with your own client then."""
         self._check_installed()
         prompt = self.prompt_messages(npc, player, message, max_tokens=max_tokens)

@@ -4,6 +4,7 @@ and ticks that never wait on the network. No network, no real key."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -16,8 +17,8 @@ import pytest
 import npc_memory
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.events import MemoriesExtracted
-from npc_memory.extraction.budget import PRICES, BreakerState
 from npc_memory.extraction.model import TokenUsage
+from npc_memory.llm.budget import PRICES, BreakerState
 
 from .fake_anthropic import FakeMessagesAPI, Reply, memory, message
 
@@ -129,7 +130,7 @@ def test_tool_use_mode(api: FakeMessagesAPI) -> None:
     assert body["tool_choice"] == {"type": "tool", "name": "record_memories"} and "output_config" not in body
 
 
-def test_429_with_retry_after_is_retried_by_the_sdk(api: FakeMessagesAPI) -> None:
+def test_429_with_retry_after_is_retried_within_the_deadline(api: FakeMessagesAPI) -> None:
     rate_limited = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
     api.push(Reply(status=429, body=rate_limited, headers={"retry-after": "0"}))
     plugin = make_plugin(api, pack=llm_pack(max_retries=2))
@@ -137,17 +138,20 @@ def test_429_with_retry_after_is_retried_by_the_sdk(api: FakeMessagesAPI) -> Non
     converse(plugin)
     tick_until(plugin, lambda: bool(seen))
     assert seen[0].source == "llm" and len(api.requests) == 2
+    stats = plugin.extraction.stats.llm["extraction"]
+    assert (stats.calls, stats.attempts, stats.failures, stats.tokens) == (1, 2, 0, 1400)  # the 429 cost nothing
 
 
-def test_a_retry_after_beyond_the_deadline_falls_back(api: FakeMessagesAPI) -> None:
+def test_a_retry_after_beyond_the_deadline_fails_at_once(api: FakeMessagesAPI) -> None:
     rate_limited = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
     api.default = Reply(status=429, body=rate_limited, headers={"retry-after": "3600"})
     plugin = make_plugin(api, pack=llm_pack(max_retries=2, deadline=1.0))
     seen = results(plugin)
     converse(plugin)
     tick_until(plugin, lambda: bool(seen))
-    assert (seen[0].source, seen[0].reason) == ("rules", "fallback: timeout after 1 s")
+    assert (seen[0].source, seen[0].reason) == ("rules", "fallback: api error 429 (retry-after 3600 s is past the 1 s deadline)")
     assert [m.tags for m in plugin.memories("hilda", "alice")] == [("heroic", "combat")]
+    assert len(api.requests) == 1 and plugin.extraction.limiter.spent_today == 0
 
 
 @pytest.mark.parametrize(
@@ -164,8 +168,17 @@ def test_a_retry_after_beyond_the_deadline_falls_back(api: FakeMessagesAPI) -> N
         (Reply(body=b"<html><body>Gateway</body></html>", content_type="text/html"),
          "fallback: malformed output: the response is not a message (got str)"),
         (Reply(status=502, body=b"<html>Bad gateway</html>", content_type="text/html"), "fallback: api error 502"),
+        (Reply(body=json.dumps(message([memory()])).encode(), cut_after=100),
+         "fallback: response cut off after 100 bytes"),
+        (Reply(body=message(text="I can't help with that.", stop_reason="refusal")),
+         "fallback: refused by the model (stop_reason 'refusal')"),
+        (Reply(body=message(text='{"memories": [', stop_reason="max_tokens")),
+         "fallback: truncated: the answer reached max_tokens (600)"),
+        (Reply(body=message(text=123)), "fallback: malformed output: content[0].text is not a string (got int)"),
+        (Reply(body=b" " * (4 * 1024 * 1024)), "fallback: response too large: Content-Length 4194304 is over"),
     ],
-    ids=["529", "500", "slow", "not-json", "no-wrapper", "bad-number", "html-200", "html-502"],
+    ids=["529", "500", "slow", "not-json", "no-wrapper", "bad-number", "html-200", "html-502", "cut-off",
+         "refusal", "max-tokens", "text-not-string", "4-MB"],
 )
 def test_failures_fall_back_to_the_rules_with_the_reason(api: FakeMessagesAPI, reply: Reply, reason: str) -> None:
     api.default = reply
@@ -226,14 +239,21 @@ def test_the_circuit_opens_after_repeated_failures_and_recovers(api: FakeMessage
 
 
 def test_budgets_refuse_calls_before_they_are_made(api: FakeMessagesAPI) -> None:
-    plugin = make_plugin(api, pack=llm_pack(npc_daily_tokens=3000, max_in_flight=1))
+    probe = make_plugin(api)
+    assert probe.extraction.gateway is not None and probe.extraction.extractor is not None
+    converse(probe)
+    [job] = probe.extraction.queue
+    estimate = probe.extraction.gateway.estimate(probe.extraction.extractor.request(job, 600, probe.extraction.tags))
+    npc_memory.uninstall("llm")
+    # Room for one reservation after a settled call (1,400 used), not for two.
+    plugin = make_plugin(api, pack=llm_pack(npc_daily_tokens=1400 + estimate, max_in_flight=1))
     seen = results(plugin)
     converse(plugin, 3)
     tick_until(plugin, lambda: len(seen) == 3)
-    # The first call (reserved ~2,400, settled at 1,400) fits; the next reservation would not.
     assert [e.source for e in seen] == ["llm", "llm", "rules"]
-    assert seen[2].reason.startswith("fallback: budget: daily tokens for hilda")
+    assert seen[2].reason.startswith("fallback: budget: daily tokens for hilda (2800 of")
     assert len(api.requests) == 2
+    assert plugin.extraction.stats.llm["extraction"].refused == 1
 
 
 def test_requests_per_minute(api: FakeMessagesAPI) -> None:

@@ -1,30 +1,78 @@
-"""LLM extraction with the official Anthropic SDK, on a worker thread.
+"""LLM extraction with the official Anthropic SDK, through the one LLM gateway.
 
 :class:`AnthropicExtractor` is the configuration a game passes to
-``npc_memory.install(llm=...)``. :class:`LLMWorker` runs one asyncio event loop on one
-thread; the ``AsyncAnthropic`` client is created and closed inside that loop. The
-tick only submits jobs and polls finished futures. Every call runs under a deadline
-that also bounds the SDK's own retries and any ``retry-after`` wait.
+``npc_memory.install(llm=...)``: which model, credentials, the structured-output mode,
+the tag vocabulary of the prompt. :meth:`AnthropicExtractor.open_gateway` starts the
+:class:`~npc_memory.llm.gateway.LLMGateway` every LLM call of the plugin goes through;
+:meth:`AnthropicExtractor.request` builds the extraction call of a conversation.
+
+Structured output: the answer's shape is the pydantic model
+:class:`~npc_memory.extraction.validate.MemoriesOut`. In ``"json"`` mode its schema is sent
+as ``output_config.format`` — made by the SDK's ``transform_schema``, exactly what
+``messages.parse(output_format=MemoriesOut)`` sends — and the text is validated by the
+model. (``messages.parse`` itself is not used: its post-parser raises on an invalid answer
+and the response, with its usage, is lost; the gateway must count those tokens, and must
+look at ``stop_reason`` before the text.) In ``"tool"`` mode the same schema is the input
+schema of a forced tool call.
+
+Importing this module imports ``anthropic`` (~2 s): ``npc_memory.AnthropicExtractor`` is
+loaded lazily, so games without an LLM never pay for it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import json
-import threading
-from collections.abc import Callable
+import functools
+from collections.abc import Sequence
 from typing import Any, Literal
 
-import anthropic
+from anthropic import transform_schema
 
-from npc_memory.extraction.budget import Price, price_of
-from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, LLMOutcome, SummaryOutcome, TokenUsage
-from npc_memory.extraction.validate import OUTPUT_SCHEMA, MalformedOutputError, parse_memories
+from npc_memory.content.schema import LlmRules
+from npc_memory.extraction.model import ExtractedMemory, ExtractionJob
+from npc_memory.extraction.validate import MemoriesOut, parse_memories, parse_memories_json
+from npc_memory.llm.budget import Price, price_of
+from npc_memory.llm.gateway import DEFAULT_MODEL, ClientSettings, LLMGateway
+from npc_memory.llm.http import MAX_RESPONSE_BYTES
+from npc_memory.llm.model import LLMRequest, options_json
+from npc_memory.llm.output import text_of, tool_input_of
+from npc_memory.llm.summary import MAX_SUMMARY, SUMMARY_PROMPT
 
-DEFAULT_MODEL = "claude-haiku-4-5"
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_TAGS",
+    "FEW_SHOT",
+    "MAX_SUMMARY",
+    "SUMMARY_PROMPT",
+    "TOOL_NAME",
+    "AnthropicExtractor",
+    "check_tags",
+    "memories_schema",
+    "system_prompt",
+]
 
-SYSTEM_PROMPT = """You are the memory of a non-player character (NPC) in a fantasy role-playing game.
+TagVocabulary = Sequence[tuple[str, str]]
+"""(tag, short description) pairs offered to the LLM."""
+
+DEFAULT_TAGS: tuple[tuple[str, str], ...] = (
+    ("trade", "buying, selling, haggling"),
+    ("helpful", "the player helped the NPC or others"),
+    ("heroic", "courage, rescue, standing up for someone"),
+    ("combat", "a fight, or an offer to fight"),
+    ("threat", "the player threatened the NPC"),
+    ("betrayal", "broken trust or a broken promise"),
+    ("gift", "something given freely"),
+    ("insult", "rudeness or contempt"),
+    ("quest", "a task, errand or bounty"),
+    ("secret", "something told in confidence"),
+    ("theft", "stealing"),
+    ("personal", "what the player revealed about themselves"),
+)
+"""The default tag vocabulary of the extraction prompt (the tags the relationship rules
+of the bundled pack know)."""
+
+TOOL_NAME = "record_memories"
+
+_SYSTEM_TEMPLATE = """You are the memory of a non-player character (NPC) in a fantasy role-playing game.
 Read the conversation between the NPC and a player and decide what the NPC will remember
 about the player.
 
@@ -40,8 +88,8 @@ or game puzzle solutions.
 For each memory give:
 - content: one sentence from the NPC's point of view, naming the player;
 - kind: "episodic" (a specific event), "semantic" (a fact about the player) or "procedural" (a habit);
-- tags: lower-case words from: trade, helpful, heroic, combat, threat, betrayal, gift, insult, quest,
-  secret, theft, personal — plus any other short topic words;
+- tags: lower-case words, from this list where one fits, plus any other short topic words:
+{tags}
 - importance: 0 to 1, how much this matters to the NPC;
 - valence: "positive", "neutral" or "negative" for the NPC;
 - intensity: 0 to 1, how emotionally charged it was.
@@ -69,31 +117,95 @@ Answer: {"memories": [{"content": "Cora always haggles hard over prices.", "kind
 "tags": ["trade"], "importance": 0.3, "valence": "neutral", "intensity": 0.2}]}"""
 
 
-SUMMARY_PROMPT = """You keep the long-term memory of a non-player character (NPC) in a fantasy
-role-playing game. You are given several things the NPC remembers about one player that share
-a theme. Write one short sentence of general knowledge the NPC draws from them, from the NPC's
-point of view, naming the player (for example "Cora is a regular customer who buys supplies").
-Never include real-world personal information. Answer with the JSON object only."""
+def system_prompt(tags: TagVocabulary = DEFAULT_TAGS) -> str:
+    """The extraction system prompt offering ``tags`` ((tag, description) pairs)."""
+    if isinstance(tags, tuple):
+        return _cached_system_prompt(tags)
+    return _system_prompt(tags)
 
-SUMMARY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"summary": {"type": "string"}},
-    "required": ["summary"],
-    "additionalProperties": False,
-}
 
-MAX_SUMMARY = 300
+@functools.lru_cache(maxsize=16)
+def _cached_system_prompt(tags: tuple[tuple[str, str], ...]) -> str:
+    return _system_prompt(tags)
+
+
+def _system_prompt(tags: TagVocabulary) -> str:
+    lines = "\n".join(f"  - {tag}: {about}" if about else f"  - {tag}" for tag, about in tags)
+    return _SYSTEM_TEMPLATE.format(tags=lines)
+
+
+SYSTEM_PROMPT = system_prompt()
+"""The extraction system prompt with the default tags."""
+
+
+@functools.cache
+def memories_schema() -> dict[str, Any]:
+    """The JSON schema of :class:`MemoriesOut` as the API wants it (the SDK's
+    ``transform_schema``)."""
+    return transform_schema(MemoriesOut)
+
+
+def check_tags(tags: TagVocabulary) -> tuple[tuple[str, str], ...]:
+    """``tags`` as (tag, description) pairs, tags stripped and lower-cased; ``ValueError``
+    for anything else."""
+    if isinstance(tags, tuple) and all(isinstance(pair, tuple) for pair in tags):
+        return _checked_tags(tags)
+    return _check_tags(tags)
+
+
+@functools.lru_cache(maxsize=16)
+def _checked_tags(tags: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return _check_tags(tags)
+
+
+def _check_tags(tags: TagVocabulary) -> tuple[tuple[str, str], ...]:
+    if isinstance(tags, str):
+        raise ValueError(f"tags must be (tag, description) pairs of strings, got {tags!r}")
+    checked = []
+    for pair in tags:
+        if (
+            not isinstance(pair, tuple | list)
+            or len(pair) != 2
+            or not all(isinstance(part, str) for part in pair)
+            or not pair[0].strip()
+        ):
+            raise ValueError(f"tags must be (tag, description) pairs of strings, got {pair!r}")
+        checked.append((pair[0].strip().lower(), pair[1].strip()))
+    return tuple(checked)
+
+
+@functools.cache
+def _options(mode: str) -> tuple[dict[str, Any], str]:
+    """The structured-output parameters of an extraction call in ``mode``, and their JSON."""
+    options: dict[str, Any]
+    if mode == "tool":
+        options = {
+            "tools": [
+                {
+                    "name": TOOL_NAME,
+                    "description": "Record what the NPC remembers from the conversation.",
+                    "input_schema": memories_schema(),
+                }
+            ],
+            "tool_choice": {"type": "tool", "name": TOOL_NAME},
+        }
+    else:
+        options = {"output_config": {"format": {"type": "json_schema", "schema": memories_schema()}}}
+    return options, options_json(options)
 
 
 class AnthropicExtractor:
-    """Configuration for LLM extraction through the Anthropic Messages API.
+    """Configuration for LLM calls through the Anthropic Messages API.
 
     ``api_key`` and ``base_url`` default to the SDK's own resolution
     (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, …). ``mode`` is ``"json"``
     (structured output, ``output_config`` json_schema) or ``"tool"`` (a forced tool
     call with the same schema). ``deadline``, ``max_retries`` and ``max_tokens``
     default to the pack's ``[llm]`` settings. ``prices`` overrides the price table
-    (USD per million tokens) used for cost accounting.
+    (USD per million tokens) used for cost accounting. ``tags`` is the tag vocabulary of
+    the extraction prompt, (tag, short description) pairs (default :data:`DEFAULT_TAGS`).
+    ``max_response_bytes`` caps response bodies (default 256 KiB; see
+    :mod:`npc_memory.llm.http`).
     """
 
     def __init__(
@@ -107,9 +219,14 @@ class AnthropicExtractor:
         max_retries: int | None = None,
         max_tokens: int | None = None,
         prices: dict[str, Price] | None = None,
+        tags: TagVocabulary | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         if mode not in ("json", "tool"):
             raise ValueError(f"mode must be 'json' or 'tool', got {mode!r}")
+        cap = max_response_bytes
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1024:
+            raise ValueError(f"max_response_bytes must be an int of at least 1024, got {cap!r}")
         self.model = model
         self.api_key = api_key
         self.base_url = base_url
@@ -118,197 +235,55 @@ class AnthropicExtractor:
         self.max_retries = max_retries
         self.max_tokens = max_tokens
         self.price = price_of(model, prices)
+        self.tags: tuple[tuple[str, str], ...] = DEFAULT_TAGS if tags is None else check_tags(tags)
+        self.max_response_bytes = max_response_bytes
 
     def __repr__(self) -> str:
         return f"AnthropicExtractor(model={self.model!r}, mode={self.mode!r})"
 
-    def request(self, job: ExtractionJob, max_tokens: int) -> dict[str, Any]:
-        """Keyword arguments of ``messages.create`` for ``job``: the fixed system prompt
-        and examples marked for prompt caching, then the transcript."""
+    def settings(self, rules: LlmRules) -> ClientSettings:
+        """The gateway's client settings: this configuration over the pack's ``[llm]``."""
+        return ClientSettings(
+            model=self.model,
+            api_key=self.api_key,
+            base_url=self.base_url,
+            deadline=self.deadline if self.deadline is not None else rules.deadline,
+            max_retries=self.max_retries if self.max_retries is not None else rules.max_retries,
+            max_tokens=self.max_tokens if self.max_tokens is not None else rules.max_output_tokens,
+            price=self.price,
+            max_response_bytes=self.max_response_bytes,
+        )
+
+    def open_gateway(self, rules: LlmRules) -> LLMGateway:
+        """Start the gateway (worker thread, client) with the pack's budgets and breaker."""
+        return LLMGateway(self.settings(rules), rules)
+
+    def request(
+        self, job: ExtractionJob, max_tokens: int, tags: TagVocabulary | None = None
+    ) -> LLMRequest[tuple[ExtractedMemory, ...]]:
+        """The extraction call for ``job``: the fixed system prompt (offering ``tags``,
+        default this extractor's) and examples marked for prompt caching, then the
+        transcript; structured output per :attr:`mode`."""
         lines = "\n".join(f"{turn.speaker}: {turn.text}" for turn in job.turns)
         where = f", at the {job.room}" if job.room else ""
         role = f", {job.npc_role}" if job.npc_role else ""
         transcript = f"NPC: {job.npc_name}{role}{where}. Player: {job.player_name}.\n{lines}\nAnswer:"
-        request: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": max_tokens,
-            "system": [
-                {"type": "text", "text": SYSTEM_PROMPT},
+        vocabulary = self.tags if tags is None else check_tags(tags)
+        options, options_text = _options(self.mode)
+        return LLMRequest(
+            system=(
+                {"type": "text", "text": system_prompt(vocabulary)},
                 {"type": "text", "text": FEW_SHOT, "cache_control": {"type": "ephemeral"}},
-            ],
-            "messages": [{"role": "user", "content": transcript}],
-        }
-        if self.mode == "tool":
-            request["tools"] = [
-                {
-                    "name": "record_memories",
-                    "description": "Record what the NPC remembers from the conversation.",
-                    "input_schema": OUTPUT_SCHEMA,
-                }
-            ]
-            request["tool_choice"] = {"type": "tool", "name": "record_memories"}
-        else:
-            request["output_config"] = {"format": {"type": "json_schema", "schema": OUTPUT_SCHEMA}}
-        return request
-
-    def summary_request(
-        self, npc_name: str, player_name: str, theme: str, contents: list[str], max_tokens: int
-    ) -> dict[str, Any]:
-        """Keyword arguments of ``messages.create`` summarising a cluster of memories."""
-        lines = "\n".join(f"- {content}" for content in contents)
-        prompt = f"NPC: {npc_name}. Player: {player_name}. Theme: {theme}.\nMemories:\n{lines}\nAnswer:"
-        return {
-            "model": self.model,
-            "max_tokens": min(max_tokens, 200),
-            "system": [{"type": "text", "text": SUMMARY_PROMPT, "cache_control": {"type": "ephemeral"}}],
-            "messages": [{"role": "user", "content": prompt}],
-            "output_config": {"format": {"type": "json_schema", "schema": SUMMARY_SCHEMA}},
-        }
-
-    def parse_summary(self, message: Any) -> str:
-        """The summary sentence in a response (cut to 300 characters)."""
-        content = getattr(message, "content", None)
-        if not isinstance(content, list):
-            raise MalformedOutputError(f"the response is not a message (got {type(message).__name__})")
-        for block in content:
-            if getattr(block, "type", None) == "text":
-                try:
-                    payload = json.loads(block.text)
-                except json.JSONDecodeError as exc:
-                    raise MalformedOutputError(f"not JSON: {exc}") from exc
-                summary = payload.get("summary") if isinstance(payload, dict) else None
-                if not isinstance(summary, str) or not summary.strip():
-                    raise MalformedOutputError("expected an object with a non-empty 'summary'")
-                return summary.strip()[:MAX_SUMMARY]
-        raise MalformedOutputError("no text block in the response")
-
-    def estimate_tokens(self, job: ExtractionJob, max_tokens: int) -> int:
-        """A generous estimate of a call's tokens, reserved against budgets beforehand."""
-        turns = sum(len(t.text) + len(t.speaker) + 2 for t in job.turns)
-        prompt_chars = len(SYSTEM_PROMPT) + len(FEW_SHOT) + turns
-        return prompt_chars // 3 + 50 + max_tokens
+            ),
+            messages=({"role": "user", "content": transcript},),
+            max_tokens=max_tokens,
+            parse=self.parse,
+            options=options,
+            options_text=options_text,
+        )
 
     def parse(self, message: Any) -> tuple[ExtractedMemory, ...]:
         """The memories in a Messages API response (validated and clamped)."""
-        content = getattr(message, "content", None)
-        if not isinstance(content, list):
-            raise MalformedOutputError(f"the response is not a message (got {type(message).__name__})")
-        for block in content:
-            if self.mode == "tool" and getattr(block, "type", None) == "tool_use":
-                return parse_memories(block.input)
-            if self.mode == "json" and getattr(block, "type", None) == "text":
-                try:
-                    return parse_memories(json.loads(block.text))
-                except json.JSONDecodeError as exc:
-                    raise MalformedOutputError(f"not JSON: {exc}") from exc
-        wanted = "tool_use" if self.mode == "tool" else "text"
-        raise MalformedOutputError(f"no {wanted} block in the response")
-
-
-def plain_text(message: Any) -> str:
-    """The text of a response, all text blocks joined."""
-    content = getattr(message, "content", None)
-    if not isinstance(content, list):
-        raise MalformedOutputError(f"the response is not a message (got {type(message).__name__})")
-    text = "".join(getattr(block, "text", "") for block in content if getattr(block, "type", None) == "text")
-    if not text.strip():
-        raise MalformedOutputError("the response has no text")
-    return text.strip()
-
-
-def usage_of(message: Any) -> TokenUsage | None:
-    """The token usage a response reports, cache tokens included."""
-    usage = getattr(message, "usage", None)
-    if usage is None:
-        return None
-    return TokenUsage(
-        input=usage.input_tokens or 0,
-        output=usage.output_tokens or 0,
-        cache_write=usage.cache_creation_input_tokens or 0,
-        cache_read=usage.cache_read_input_tokens or 0,
-    )
-
-
-class LLMWorker:
-    """One thread with one asyncio loop and one ``AsyncAnthropic`` client."""
-
-    def __init__(
-        self, extractor: AnthropicExtractor, *, deadline: float, max_retries: int, max_tokens: int
-    ) -> None:
-        self.extractor = extractor
-        self.deadline = extractor.deadline if extractor.deadline is not None else deadline
-        self.max_retries = extractor.max_retries if extractor.max_retries is not None else max_retries
-        self.max_tokens = extractor.max_tokens if extractor.max_tokens is not None else max_tokens
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="npc-memory-llm", daemon=True)
-        self._thread.start()
-        self._client: anthropic.AsyncAnthropic = asyncio.run_coroutine_threadsafe(
-            self._open_client(), self._loop
-        ).result(timeout=30)
-
-    async def _open_client(self) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(
-            api_key=self.extractor.api_key,
-            base_url=self.extractor.base_url,
-            max_retries=self.max_retries,
-            timeout=self.deadline,
-        )
-
-    def submit(self, job: ExtractionJob) -> concurrent.futures.Future[LLMOutcome]:
-        """Start extracting ``job``; returns at once with a future to poll."""
-        return asyncio.run_coroutine_threadsafe(self._extract(job), self._loop)
-
-    def submit_text(self, request: dict[str, Any]) -> concurrent.futures.Future[SummaryOutcome]:
-        """Start a plain call whose answer is the text of the response (an NPC's line)."""
-        return asyncio.run_coroutine_threadsafe(self._text(request), self._loop)
-
-    async def _text(self, request: dict[str, Any]) -> SummaryOutcome:
-        value, usage, failure = await self._call(request, plain_text)
-        return SummaryOutcome(value, usage, failure)
-
-    def submit_summary(self, request: dict[str, Any]) -> concurrent.futures.Future[SummaryOutcome]:
-        """Start a summarising call (see ``AnthropicExtractor.summary_request``)."""
-        return asyncio.run_coroutine_threadsafe(self._summarise(request), self._loop)
-
-    async def _extract(self, job: ExtractionJob) -> LLMOutcome:
-        request = self.extractor.request(job, self.max_tokens)
-        value, usage, failure = await self._call(request, self.extractor.parse)
-        return LLMOutcome(value, usage, failure)
-
-    async def _summarise(self, request: dict[str, Any]) -> SummaryOutcome:
-        value, usage, failure = await self._call(request, self.extractor.parse_summary)
-        return SummaryOutcome(value, usage, failure)
-
-    async def _call(
-        self, request: dict[str, Any], parse: Callable[[Any], Any]
-    ) -> tuple[Any, TokenUsage | None, str | None]:
-        """One Messages API call under the deadline; (parsed value, usage, failure)."""
-        try:
-            message = await asyncio.wait_for(self._client.messages.create(**request), timeout=self.deadline)
-        except TimeoutError:
-            return None, None, f"timeout after {self.deadline:g} s"
-        except anthropic.APIStatusError as exc:
-            return None, None, f"api error {exc.status_code}"
-        except anthropic.APIConnectionError as exc:
-            return None, None, f"connection error: {type(exc).__name__}"
-        except anthropic.APIResponseValidationError as exc:
-            return None, None, f"malformed output: invalid response body ({type(exc).__name__})"
-        except Exception as exc:  # anything else the SDK raises is a failed call, not a crash
-            return None, None, f"llm error: {type(exc).__name__}: {exc}"
-        usage = usage_of(message)
-        try:
-            return parse(message), usage, None
-        except MalformedOutputError as exc:
-            return None, usage, f"malformed output: {exc}"
-
-    def close(self) -> None:
-        """Close the client inside its loop, then stop the thread (idempotent)."""
-        if not self._thread.is_alive():
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(self._client.close(), self._loop).result(timeout=10)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-            if not self._thread.is_alive():
-                self._loop.close()
+        if self.mode == "tool":
+            return parse_memories(tool_input_of(message, TOOL_NAME))
+        return parse_memories_json(text_of(message))

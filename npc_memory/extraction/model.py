@@ -9,6 +9,19 @@ import msgspec
 
 from npc_memory.components.memory import MemoryKind, Valence
 from npc_memory.components.working import Turn as Turn  # the transcript line lives with WorkingMemory
+from npc_memory.llm.model import SummaryOutcome, TokenUsage
+
+__all__ = [
+    "MAX_CONTENT",
+    "MAX_MEMORIES",
+    "ExtractedMemory",
+    "ExtractionJob",
+    "ExtractionResult",
+    "Source",
+    "SummaryOutcome",
+    "TokenUsage",
+    "Turn",
+]
 
 Source = Literal["llm", "rules"]
 
@@ -45,20 +58,6 @@ class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
     intensity: float = 0.0
 
 
-class TokenUsage(msgspec.Struct, frozen=True, kw_only=True):
-    """Tokens one LLM call used, as the API reported them."""
-
-    input: int = 0
-    output: int = 0
-    cache_write: int = 0
-    cache_read: int = 0
-
-    @property
-    def total(self) -> int:
-        """Every token counted against budgets: input, output and both cache kinds."""
-        return self.input + self.output + self.cache_write + self.cache_read
-
-
 class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):
     """The outcome of one job: the memories, which extractor made them (``llm`` or
     ``rules``) and why (``reason``: "llm", or why the rules were used instead), and
@@ -70,19 +69,3 @@ class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
     usage: TokenUsage | None = None
     cost_usd: float = 0.0
-
-
-class LLMOutcome(msgspec.Struct, frozen=True):
-    """What one LLM call produced: memories, or why it failed; usage when known."""
-
-    memories: tuple[ExtractedMemory, ...] | None
-    usage: TokenUsage | None
-    failure: str | None = None
-
-
-class SummaryOutcome(msgspec.Struct, frozen=True):
-    """What one summarising call produced: a sentence, or why it failed; usage when known."""
-
-    text: str | None
-    usage: TokenUsage | None
-    failure: str | None = None

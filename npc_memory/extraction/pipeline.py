@@ -1,70 +1,142 @@
 """The extraction pipeline: a bounded queue of jobs, LLM calls in flight, results
 ready to apply. The ExtractionSystem drives it one budgeted tick at a time; nothing
-here waits on the network."""
+here waits on the network. LLM calls go through the plugin's one
+:class:`~npc_memory.llm.gateway.LLMGateway`, which also serves consolidation summaries
+and NPC replies."""
 
 from __future__ import annotations
 
 import concurrent.futures
 from collections import deque
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
 from npc_memory.content.schema import Budgets, LlmRules
-from npc_memory.extraction.budget import BudgetLimiter, CircuitBreaker
-from npc_memory.extraction.model import ExtractionJob, ExtractionResult, LLMOutcome
+from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, ExtractionResult
 from npc_memory.extraction.rules import RuleBasedExtractor
+from npc_memory.llm.budget import BudgetLimiter, CircuitBreaker
+from npc_memory.llm.model import LLMResult, Refusal
+from npc_memory.llm.stats import LLMStats
 
-if TYPE_CHECKING:  # importing the worker imports `anthropic` (~2 s): only when an LLM is configured
-    from npc_memory.extraction.anthropic import LLMWorker
+if TYPE_CHECKING:  # importing these imports `anthropic` (~2 s): only when an LLM is configured
+    from npc_memory.extraction.anthropic import AnthropicExtractor
+    from npc_memory.llm.gateway import LLMGateway
 
 
-@dataclass
+class RuleExtractor(Protocol):
+    """What the pipeline needs of a rule-based extractor."""
+
+    def extract(self, job: ExtractionJob) -> tuple[ExtractedMemory, ...]:
+        """The memories worth keeping from ``job`` (0–3, validated)."""
+        ...
+
+
 class ExtractionStats:
     """Counters since install: jobs queued, results applied, jobs dropped on overflow,
-    duplicates skipped, LLM calls and their failures, fallbacks to the rules by reason,
-    tokens used and their cost in USD."""
+    duplicates skipped, fallbacks to the rules by reason; and over every LLM call of the
+    plugin's gateway (extraction, summaries, replies): calls, failures, tokens and
+    their cost in USD. ``llm`` has the gateway's counters per purpose."""
 
-    queued: int = 0
-    applied: int = 0
-    dropped: int = 0
-    duplicates: int = 0
-    llm_calls: int = 0
-    llm_failures: int = 0
-    fallbacks: dict[str, int] = field(default_factory=dict)
-    tokens: int = 0
-    cost_usd: float = 0.0
+    def __init__(self, llm: LLMStats | None = None) -> None:
+        self.queued = 0
+        self.applied = 0
+        self.dropped = 0
+        self.duplicates = 0
+        self.fallbacks: dict[str, int] = {}
+        self.llm = llm if llm is not None else LLMStats()
+
+    @property
+    def llm_calls(self) -> int:
+        """LLM calls made, every purpose."""
+        return self.llm.calls
+
+    @property
+    def llm_failures(self) -> int:
+        """LLM calls that brought no usable answer, every purpose."""
+        return self.llm.failures
+
+    @property
+    def tokens(self) -> int:
+        """Tokens counted against the budgets, every purpose, cache tokens included."""
+        return self.llm.tokens
+
+    @property
+    def cost_usd(self) -> float:
+        """What they cost in USD."""
+        return self.llm.cost_usd
+
+    def __repr__(self) -> str:
+        return (
+            f"ExtractionStats(queued={self.queued}, applied={self.applied}, dropped={self.dropped}, "
+            f"duplicates={self.duplicates}, llm_calls={self.llm_calls}, llm_failures={self.llm_failures}, "
+            f"fallbacks={self.fallbacks}, tokens={self.tokens}, cost_usd={self.cost_usd:.6f})"
+        )
 
 
 @dataclass
 class _InFlight:
     job: ExtractionJob
-    estimate: int
-    future: concurrent.futures.Future[LLMOutcome]
+    future: concurrent.futures.Future[LLMResult[tuple[ExtractedMemory, ...]]]
 
 
 class ExtractionPipeline:
-    """Queue → (LLM worker | rules) → ready results. ``worker`` is ``None`` offline."""
+    """Queue → (LLM through the gateway | rules) → ready results.
+
+    ``budgets`` and ``llm_rules`` are the pack's ``[budgets]`` and ``[llm]``. ``llm`` is
+    ``None`` (offline: the rules extract everything) or an :class:`AnthropicExtractor`
+    (the pipeline opens the gateway with its settings and ``llm_rules``). ``gateway``
+    passes a gateway opened elsewhere instead (``llm`` then only configures the
+    extraction prompt). ``limiter``/``breaker`` replace the ones the gateway would
+    build from ``llm_rules``. ``rules`` is the rule-based extractor (default
+    :class:`RuleBasedExtractor`), used offline and as the fallback. ``tags`` is the tag
+    vocabulary of the extraction prompt, (tag, short description) pairs (default: the
+    extractor's).
+
+    ``gateway`` (or ``None``), ``limiter``, ``breaker`` and ``stats`` are public;
+    :meth:`close` closes the gateway.
+    """
 
     def __init__(
         self,
         budgets: Budgets,
-        llm: LlmRules,
-        worker: LLMWorker | None = None,
+        llm_rules: LlmRules,
+        llm: AnthropicExtractor | None = None,
+        *,
+        gateway: LLMGateway | None = None,
         limiter: BudgetLimiter | None = None,
         breaker: CircuitBreaker | None = None,
+        rules: RuleExtractor | None = None,
+        tags: Sequence[tuple[str, str]] | None = None,
     ) -> None:
         self.budgets = budgets
-        self.llm = llm
-        self.worker = worker
-        self.limiter = limiter or BudgetLimiter(
-            llm.daily_tokens, llm.npc_daily_tokens, llm.requests_per_minute
-        )
-        self.breaker = breaker or CircuitBreaker(llm.breaker_failures, llm.breaker_cooldown)
-        self.rules = RuleBasedExtractor()
-        self.stats = ExtractionStats()
+        self.llm = llm_rules
+        self.rules: RuleExtractor = rules if rules is not None else RuleBasedExtractor()
+        self.tags: tuple[tuple[str, str], ...] | None = None
+        self.extractor: AnthropicExtractor | None = None
+        self.gateway: LLMGateway | None = gateway
+        if llm is not None or gateway is not None:
+            # An LLM is configured, so `anthropic` is imported already (at install).
+            from npc_memory.extraction.anthropic import AnthropicExtractor, check_tags
+            from npc_memory.llm.gateway import LLMGateway
+
+            self.tags = None if tags is None else check_tags(tags)
+
+            self.extractor = llm or AnthropicExtractor()
+            if self.gateway is None:
+                self.gateway = LLMGateway(
+                    self.extractor.settings(llm_rules), llm_rules, limiter=limiter, breaker=breaker
+                )
+            self.limiter = self.gateway.limiter
+            self.breaker = self.gateway.breaker
+        else:
+            self.limiter = limiter or BudgetLimiter(
+                llm_rules.daily_tokens, llm_rules.npc_daily_tokens, llm_rules.requests_per_minute
+            )
+            self.breaker = breaker or CircuitBreaker(llm_rules.breaker_failures, llm_rules.breaker_cooldown)
+        self.stats = ExtractionStats(self.gateway.stats if self.gateway is not None else None)
         self.queue: deque[ExtractionJob] = deque()
         self.in_flight: list[_InFlight] = []
         self.ready: deque[ExtractionResult] = deque()
@@ -105,33 +177,27 @@ class ExtractionPipeline:
         ]
 
     def close(self) -> None:
-        """Stop the LLM worker (calls in flight are abandoned; their jobs stay pending)."""
-        if self.worker is not None:
-            for flight in self.in_flight:
-                flight.future.cancel()
-            self.worker.close()
+        """Close the gateway: calls in flight resolve as shut down, and their jobs stay
+        pending (saved, and extracted again after a restart)."""
+        if self.gateway is not None:
+            self.gateway.close()
 
     def _dispatch(self) -> None:
         for _ in range(self.budgets.extraction_dispatch_per_tick):
             if not self.queue:
                 return
-            job = self.queue[0]
-            if self.worker is None:
+            if self.gateway is None or self.extractor is None:
                 self.ready.append(self.extract_now(self.queue.popleft(), "rules: no llm configured"))
                 continue
             if len(self.in_flight) >= self.llm.max_in_flight:
                 return
-            self.queue.popleft()
-            estimate = self.worker.extractor.estimate_tokens(job, self.worker.max_tokens)
-            refusal = self.limiter.check(job.npc, estimate)
-            if refusal is None and not self.breaker.allow():
-                refusal = "circuit open"
-            if refusal is not None:
-                self.ready.append(self.extract_now(job, f"fallback: {refusal}"))
+            job = self.queue.popleft()
+            request = self.extractor.request(job, self.gateway.settings.max_tokens, self.tags)
+            submitted = self.gateway.submit(job.npc, "extraction", request)
+            if isinstance(submitted, Refusal):
+                self.ready.append(self.extract_now(job, f"fallback: {submitted.reason}"))
                 continue
-            self.limiter.reserve(job.npc, estimate)
-            self.stats.llm_calls += 1
-            self.in_flight.append(_InFlight(job, estimate, self.worker.submit(job)))
+            self.in_flight.append(_InFlight(job, submitted))
 
     def _collect(self) -> None:
         if not self.in_flight:
@@ -142,23 +208,16 @@ class ExtractionPipeline:
                 still.append(flight)
                 continue
             try:
-                outcome = flight.future.result()
-            except BaseException as exc:  # a cancelled or crashed call is a failed call, never a crash here
-                outcome = LLMOutcome(None, None, f"llm error: {type(exc).__name__}")
-            assert self.worker is not None
-            cost = self.worker.extractor.price.cost(outcome.usage) if outcome.usage else 0.0
-            self.limiter.settle(flight.job.npc, flight.estimate, outcome.usage, cost)
-            self.stats.tokens += outcome.usage.total if outcome.usage else 0
-            self.stats.cost_usd += cost
-            if outcome.memories is not None:
-                self.breaker.record_success()
+                result = flight.future.result()
+            except BaseException as exc:  # a cancelled future is a failed call, never a crash here
+                result = LLMResult(failure=f"llm error: {type(exc).__name__}")
+            if result.value is not None:
                 self.ready.append(ExtractionResult(
-                    job=flight.job, memories=outcome.memories, source="llm", reason="llm",
-                    usage=outcome.usage, cost_usd=cost,
+                    job=flight.job, memories=result.value, source="llm", reason="llm",
+                    usage=result.usage, cost_usd=result.cost_usd,
                 ))
             else:
-                self.breaker.record_failure()
-                self.stats.llm_failures += 1
-                fallback = self.extract_now(flight.job, f"fallback: {outcome.failure}")
-                self.ready.append(msgspec.structs.replace(fallback, usage=outcome.usage, cost_usd=cost))
+                fallback = self.extract_now(flight.job, f"fallback: {result.failure}")
+                fallback = msgspec.structs.replace(fallback, usage=result.usage, cost_usd=result.cost_usd)
+                self.ready.append(fallback)
         self.in_flight = still

@@ -1,93 +1,153 @@
-"""Turning an LLM's JSON into memories that are safe to store: validated and clamped."""
+"""Turning an LLM's answer into memories that are safe to store: validated and clamped.
+
+The answer's shape is the pydantic model :class:`MemoriesOut` (``{"memories": [...]}``
+of :class:`MemoryOut`). Its JSON schema is what the API is asked for (see
+``npc_memory.extraction.anthropic``); validating is lenient where clamping is safe and
+strict where the answer is structurally wrong:
+
+- at most 3 memories (the most important of the first 16 listed: a longer list is not an
+  answer to "0 to 3 memories", and reading it whole would only cost time), content
+  stripped and cut to 500 characters, importance and intensity clamped into [0, 1],
+  unknown kinds → episodic, unknown valences → neutral, tags lower-cased, stripped,
+  cut to 32 characters, at most 8;
+- memories without usable content, and game-only memories, are dropped;
+- anything structurally wrong (not an object, no ``memories`` list, an item that is not
+  an object, tags that are not a list, a number that is not a finite number) raises
+  :class:`MalformedOutputError`, whose message names the path (``memories[0].importance``).
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
-from npc_memory.components.memory import MEMORY_KINDS, VALENCES, MemoryKind, Valence
-from npc_memory.errors import NpcMemoryError
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from npc_memory.components.memory import MEMORY_KINDS, VALENCES
 from npc_memory.extraction.model import MAX_CONTENT, MAX_MEMORIES, ExtractedMemory
+from npc_memory.llm.errors import MalformedOutputError
+from npc_memory.llm.output import validate_json, validate_python
+from npc_memory.rules.validation import GAME_ONLY_TAGS, MAX_TAG_CHARS
+
+__all__ = [
+    "MAX_READ",
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
+    "MalformedOutputError",
+    "MemoriesOut",
+    "MemoryOut",
+    "parse_memories",
+    "parse_memories_json",
+]
 
 MAX_TAGS = 8
-MAX_TAG_CHARS = 32
-GAME_ONLY = frozenset({"game-only", "game_only"})
+MAX_READ = 16
+"""Items of an answer's ``memories`` list that are read; the rest are ignored."""
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "memories": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "content": {"type": "string"},
-                    "kind": {"type": "string", "enum": list(MEMORY_KINDS)},
-                    "tags": {"type": "array", "items": {"type": "string"}},
-                    "importance": {"type": "number"},
-                    "valence": {"type": "string", "enum": list(VALENCES)},
-                    "intensity": {"type": "number"},
-                },
-                "required": ["content", "kind", "tags", "importance", "valence", "intensity"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["memories"],
-    "additionalProperties": False,
-}
-"""JSON schema of the extractor's output: an object wrapping a list of memories."""
+_FILLED: dict[str, Any] = {"content": "", "tags": [], "importance": 0.5, "intensity": 0.0}
 
 
-class MalformedOutputError(NpcMemoryError):
-    """The LLM's output is not usable; the message says what is wrong."""
+class MemoryOut(BaseModel):
+    """One memory as the LLM states it (every field required in the schema sent; a
+    missing one is filled with its default when reading)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    content: str = Field(description="One sentence from the NPC's point of view, naming the player.")
+    kind: Literal["episodic", "semantic", "procedural"] = Field(
+        description="episodic: a specific event; semantic: a fact about the player; procedural: a habit."
+    )
+    tags: list[str] = Field(description="Lower-case topic words.")
+    importance: float = Field(description="0 to 1: how much this matters to the NPC.")
+    valence: Literal["positive", "neutral", "negative"] = Field(description="How the NPC feels about it.")
+    intensity: float = Field(description="0 to 1: how emotionally charged it was.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _object(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError("is not an object")
+        filled = {**_FILLED, **value}
+        filled.setdefault("kind", "episodic")
+        filled.setdefault("valence", "neutral")
+        return filled
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content(cls, value: Any) -> str:
+        return value.strip()[:MAX_CONTENT] if isinstance(value, str) else ""
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind(cls, value: Any) -> Any:
+        return value if value in MEMORY_KINDS else "episodic"
+
+    @field_validator("valence", mode="before")
+    @classmethod
+    def _valence(cls, value: Any) -> Any:
+        return value if value in VALENCES else "neutral"
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, value: Any) -> list[str]:
+        if not isinstance(value, list):
+            raise ValueError("is not a list")
+        tags: dict[str, None] = {}
+        for tag in value:
+            if isinstance(tag, str) and tag.strip():
+                tags[tag.strip().lower()[:MAX_TAG_CHARS]] = None
+        return list(tags)
+
+    @field_validator("importance", "intensity", mode="before")
+    @classmethod
+    def _unit(cls, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError(f"is not a finite number: {value!r}")
+        return min(1.0, max(0.0, float(value)))
+
+    def kept(self) -> bool:
+        """Whether this memory may be stored: it says something and is no game clue."""
+        return bool(self.content) and not GAME_ONLY_TAGS.intersection(self.tags)
+
+    def extracted(self) -> ExtractedMemory:
+        """As an :class:`ExtractedMemory` (tags cut to 8: game-only tags are seen first)."""
+        return ExtractedMemory(
+            content=self.content,
+            kind=self.kind,
+            tags=tuple(self.tags[:MAX_TAGS]),
+            importance=self.importance,
+            valence=self.valence,
+            intensity=self.intensity,
+        )
+
+
+class MemoriesOut(BaseModel):
+    """The answer of an extraction call: ``{"memories": [...]}``, 0 to 3 memories."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    memories: list[MemoryOut] = Field(description="0 to 3 things the NPC will remember about the player.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wrapper(cls, value: Any) -> Any:
+        if not isinstance(value, dict) or not isinstance(value.get("memories"), list):
+            raise ValueError("expected an object with a 'memories' list")
+        return {**value, "memories": value["memories"][:MAX_READ]}
+
+    def extracted(self) -> tuple[ExtractedMemory, ...]:
+        """The memories to store: usable ones, most important first, at most 3."""
+        kept = sorted((m for m in self.memories if m.kept()), key=lambda m: -m.importance)
+        return tuple(m.extracted() for m in kept[:MAX_MEMORIES])
 
 
 def parse_memories(payload: Any) -> tuple[ExtractedMemory, ...]:
-    """Validate ``{"memories": [...]}`` and clamp what can be clamped: at most 3 memories
-    (the most important), content cut to 500 characters, importance and intensity
-    into [0, 1], unknown kinds to episodic and unknown valences to neutral, tags
-    lower-cased (at most 8). Items without usable content, and game-only memories,
-    are dropped. Anything structurally wrong raises :class:`MalformedOutputError`."""
-    if not isinstance(payload, dict) or not isinstance(payload.get("memories"), list):
-        raise MalformedOutputError("expected an object with a 'memories' list")
-    memories = []
-    for index, item in enumerate(payload["memories"]):
-        if not isinstance(item, dict):
-            raise MalformedOutputError(f"memories[{index}] is not an object")
-        memory = _memory(item, index)
-        if memory is not None:
-            memories.append(memory)
-    memories.sort(key=lambda m: -m.importance)
-    return tuple(memories[:MAX_MEMORIES])
+    """Validate and clamp a decoded ``{"memories": [...]}`` (see the module docstring)."""
+    out: MemoriesOut = validate_python(MemoriesOut, payload)
+    return out.extracted()
 
 
-def _memory(item: dict[str, Any], index: int) -> ExtractedMemory | None:
-    content = item.get("content")
-    if not isinstance(content, str) or not content.strip():
-        return None
-    raw_tags = item.get("tags", [])
-    if not isinstance(raw_tags, list):
-        raise MalformedOutputError(f"memories[{index}].tags is not a list")
-    tags: dict[str, None] = {}
-    for tag in raw_tags:
-        if isinstance(tag, str) and tag.strip():
-            tags[tag.strip().lower()[:MAX_TAG_CHARS]] = None
-    if GAME_ONLY.intersection(tags):
-        return None
-    kind: MemoryKind = item.get("kind") if item.get("kind") in MEMORY_KINDS else "episodic"  # type: ignore[assignment]
-    valence: Valence = item.get("valence") if item.get("valence") in VALENCES else "neutral"  # type: ignore[assignment]
-    return ExtractedMemory(
-        content=content.strip()[:MAX_CONTENT],
-        kind=kind,
-        tags=tuple(list(tags)[:MAX_TAGS]),
-        importance=_unit(item.get("importance", 0.5), f"memories[{index}].importance"),
-        valence=valence,
-        intensity=_unit(item.get("intensity", 0.0), f"memories[{index}].intensity"),
-    )
-
-
-def _unit(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise MalformedOutputError(f"{where} is not a finite number: {value!r}")
-    return min(1.0, max(0.0, float(value)))
+def parse_memories_json(text: str) -> tuple[ExtractedMemory, ...]:
+    """Validate and clamp the JSON text of an answer (see the module docstring)."""
+    out: MemoriesOut = validate_json(MemoriesOut, text)
+    return out.extracted()

@@ -16,6 +16,9 @@ MAX_KEY_CHARS = 128
 MAX_CONTENT_CHARS = 2000
 """Longest memory content, fact content or conversation line."""
 
+MAX_TAG_CHARS = 64
+"""Longest tag, for every way a tag enters (the API, the pack, an extractor's output)."""
+
 GAME_ONLY_TAGS = frozenset({"game-only", "game_only"})
 """Memories and facts with these tags are game clues and are never stored."""
 
@@ -56,12 +59,13 @@ def check_unit(field: str, value: float) -> None:
 
 
 def check_tags(tags: Iterable[str]) -> tuple[str, ...]:
-    """Tags lower-cased and de-duplicated, in order; each non-empty, at most 64 characters."""
+    """Tags lower-cased and de-duplicated, in order; each non-empty, at most
+    :data:`MAX_TAG_CHARS` characters."""
     if isinstance(tags, str):
         raise InvalidArgumentError(f"tags must be a list of strings, not the string {tags!r}")
     seen: dict[str, None] = {}
     for tag in tags:
-        seen[check_text("tag", tag, 64).lower()] = None
+        seen[check_text("tag", tag, MAX_TAG_CHARS).lower()] = None
     return tuple(seen)
 
 

@@ -19,10 +19,9 @@ from npc_memory.context.builder import ContextProvider, ContextRequest, PromptCo
 from npc_memory.context.builder import build as build_context
 from npc_memory.context.providers import reputation
 from npc_memory.errors import NpcMemoryError
-from npc_memory.extraction.model import SummaryOutcome
 from npc_memory.extraction.pipeline import ExtractionPipeline
+from npc_memory.llm import Reply
 from npc_memory.rules import memory as memory_rules
-from npc_memory.rules.tokens import estimate_tokens
 from npc_memory.services.conversations import ConversationService
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.state import WorldState
@@ -153,44 +152,13 @@ class DialogueService:
 
     def reply(
         self, npc: NpcHandle, prompt: PromptMessages, reply_tokens: int
-    ) -> concurrent.futures.Future[SummaryOutcome]:
-        """Ask the configured LLM for the NPC's next line; returns a future at once."""
-        worker = self.pipeline.worker
-        if worker is None:
+    ) -> concurrent.futures.Future[Reply]:
+        """Ask the configured LLM for the NPC's next line through the gateway (budgets,
+        breaker, accounting); returns a future at once, resolved with a :class:`Reply`."""
+        gateway = self.pipeline.gateway
+        if gateway is None:
             raise NpcMemoryError(
                 "no LLM is configured: install with llm=npc_memory.AnthropicExtractor(...), "
                 "or send plugin.prompt_messages(...) with your own client"
             )
-        request = {
-            "model": worker.extractor.model,
-            "max_tokens": reply_tokens,
-            "system": prompt.system,
-            "messages": prompt.messages,
-        }
-        owner = npc.identity.key
-        estimate = estimate_tokens(prompt.system) + sum(
-            estimate_tokens(m["content"]) for m in prompt.messages
-        )
-        pipeline = self.pipeline
-        refusal = pipeline.limiter.check(owner, estimate + reply_tokens)
-        if refusal is None and not pipeline.breaker.allow():
-            refusal = "circuit open"
-        if refusal is not None:
-            done: concurrent.futures.Future[SummaryOutcome] = concurrent.futures.Future()
-            done.set_result(SummaryOutcome(None, None, refusal))
-            return done
-        pipeline.limiter.reserve(owner, estimate + reply_tokens)
-        future = worker.submit_text(request)
-
-        def settle(finished: concurrent.futures.Future[SummaryOutcome]) -> None:
-            cancelled = SummaryOutcome(None, None, "cancelled")
-            outcome = cancelled if finished.cancelled() else finished.result()
-            cost = worker.extractor.price.cost(outcome.usage) if outcome.usage else 0.0
-            pipeline.limiter.settle(owner, estimate + reply_tokens, outcome.usage, cost)
-            if outcome.text is not None:
-                pipeline.breaker.record_success()
-            else:
-                pipeline.breaker.record_failure()
-
-        future.add_done_callback(settle)
-        return future
+        return gateway.submit_reply(npc.identity.key, prompt.system, prompt.messages, reply_tokens)

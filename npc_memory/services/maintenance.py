@@ -12,8 +12,8 @@ from collections import Counter
 
 from npc_memory.components import NpcHandle, TriggerContext
 from npc_memory.errors import MemoryCapacityError, PrivacyError
-from npc_memory.extraction.model import SummaryOutcome
 from npc_memory.extraction.pipeline import ExtractionPipeline
+from npc_memory.llm import Refusal, SummaryOutcome
 from npc_memory.rules import consolidation as consolidation_rules
 from npc_memory.rules import decay as decay_rules
 from npc_memory.services.knowledge import KnowledgeService
@@ -22,10 +22,8 @@ from npc_memory.services.relationships import RelationshipService
 from npc_memory.state import WorldState
 from npc_memory.store import PlayerDocument
 
-PendingSummary = tuple[
-    str, str, consolidation_rules.Cluster, int, "concurrent.futures.Future[SummaryOutcome]"
-]
-"""(NPC, player, cluster, reserved tokens, the call in flight)."""
+PendingSummary = tuple[str, str, consolidation_rules.Cluster, "concurrent.futures.Future[SummaryOutcome]"]
+"""(NPC, player, cluster, the call in flight)."""
 
 
 class MaintenanceService:
@@ -133,55 +131,43 @@ class MaintenanceService:
         return saved.name if isinstance(saved, PlayerDocument) else player
 
     def _ask_for_summary(self, handle: NpcHandle, player: str, cluster: consolidation_rules.Cluster) -> bool:
-        pipeline = self.pipeline
-        worker = pipeline.worker
-        if worker is None:
+        gateway = self.pipeline.gateway
+        if gateway is None:
             return False
-        contents = [m.content for m in cluster.episodes]
-        request = worker.extractor.summary_request(
-            handle.identity.name, self.player_name(player), cluster.tag, contents, worker.max_tokens
-        )
-        estimate = len(str(request["messages"][0]["content"])) // 3 + 400
         npc = handle.identity.key
-        refusal = pipeline.limiter.check(npc, estimate)
-        if refusal is None and not pipeline.breaker.allow():
-            refusal = "circuit open"
-        if refusal is not None:
-            reason = f"consolidation fallback: {refusal}"
-            pipeline.stats.fallbacks[reason] = pipeline.stats.fallbacks.get(reason, 0) + 1
+        contents = [m.content for m in cluster.episodes]
+        submitted = gateway.submit_summary(
+            npc, handle.identity.name, self.player_name(player), cluster.tag, contents
+        )
+        if isinstance(submitted, Refusal):
+            self._count_fallback(submitted.reason)
             return False
-        pipeline.limiter.reserve(npc, estimate)
-        pipeline.stats.llm_calls += 1
         self._reserved.setdefault(npc, set()).update(m.id for m in cluster.episodes)
-        self._summaries.append((npc, player, cluster, estimate, worker.submit_summary(request)))
+        self._summaries.append((npc, player, cluster, submitted))
         return True
 
+    def _count_fallback(self, reason: str | None) -> None:
+        fallbacks = self.pipeline.stats.fallbacks
+        key = f"consolidation fallback: {reason}"
+        fallbacks[key] = fallbacks.get(key, 0) + 1
+
     def poll_summaries(self) -> None:
+        """Apply the LLM summaries that arrived (the gateway has settled their cost);
+        a failed one is worded by the rules."""
         if not self._summaries:
             return
-        pipeline = self.pipeline
         waiting = []
-        for npc, player, cluster, estimate, future in self._summaries:
+        for npc, player, cluster, future in self._summaries:
             if not future.done():
-                waiting.append((npc, player, cluster, estimate, future))
+                waiting.append((npc, player, cluster, future))
                 continue
             try:
                 outcome = future.result()
             except BaseException as exc:  # a cancelled or crashed call is a failed call
                 outcome = SummaryOutcome(None, None, f"llm error: {type(exc).__name__}")
-            assert pipeline.worker is not None
-            cost = pipeline.worker.extractor.price.cost(outcome.usage) if outcome.usage else 0.0
-            pipeline.limiter.settle(npc, estimate, outcome.usage, cost)
-            pipeline.stats.tokens += outcome.usage.total if outcome.usage else 0
-            pipeline.stats.cost_usd += cost
             text = outcome.text
-            if text is not None:
-                pipeline.breaker.record_success()
-            else:
-                pipeline.breaker.record_failure()
-                pipeline.stats.llm_failures += 1
-                reason = f"consolidation fallback: {outcome.failure}"
-                pipeline.stats.fallbacks[reason] = pipeline.stats.fallbacks.get(reason, 0) + 1
+            if text is None:
+                self._count_fallback(outcome.failure)
                 text = consolidation_rules.summary(cluster, self.player_name(player), self.templates)
             self._reserved.get(npc, set()).difference_update(m.id for m in cluster.episodes)
             live = self.state.registry.live_npc(npc)

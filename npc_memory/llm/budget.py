@@ -1,18 +1,20 @@
-"""Cost control for LLM extraction: token budgets, request rate, prices, a circuit breaker.
+"""Cost control for LLM calls: token budgets, request rate, prices, a circuit breaker.
 
 Budgets are in real (wall-clock) time, because they guard real money: a UTC day for
-token budgets, a sliding minute for the request rate.
+token budgets, a sliding minute for the request rate. The limiter and the breaker are
+thread-safe (settlement happens on the LLM worker thread while ticks check and reserve).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from npc_memory.extraction.model import TokenUsage
+from npc_memory.llm.model import TokenUsage
 
 
 @dataclass(frozen=True)
@@ -70,34 +72,46 @@ class BudgetLimiter:
     cost_today_usd: float = 0.0
     _day: int = -1
     _requests: deque[float] = field(default_factory=deque)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def check(self, npc: str, estimate: int) -> str | None:
         """``None`` if a call of ``estimate`` tokens for ``npc`` fits every budget now,
         else why not. Changes nothing."""
-        self._roll_day()
-        now = self.now()
-        while self._requests and self._requests[0] <= now - 60.0:
-            self._requests.popleft()
-        if len(self._requests) >= self.requests_per_minute:
-            return f"budget: {self.requests_per_minute} requests per minute reached"
-        if self.spent_today + estimate > self.daily_tokens:
-            return f"budget: daily tokens ({self.spent_today} of {self.daily_tokens} used)"
-        npc_spent = self.spent_by_npc.get(npc, 0)
-        if npc_spent + estimate > self.npc_daily_tokens:
-            return f"budget: daily tokens for {npc} ({npc_spent} of {self.npc_daily_tokens} used)"
-        return None
+        with self._lock:
+            self._roll_day()
+            now = self.now()
+            while self._requests and self._requests[0] <= now - 60.0:
+                self._requests.popleft()
+            if len(self._requests) >= self.requests_per_minute:
+                return f"budget: {self.requests_per_minute} requests per minute reached"
+            if self.spent_today + estimate > self.daily_tokens:
+                return f"budget: daily tokens ({self.spent_today} of {self.daily_tokens} used)"
+            npc_spent = self.spent_by_npc.get(npc, 0)
+            if npc_spent + estimate > self.npc_daily_tokens:
+                return f"budget: daily tokens for {npc} ({npc_spent} of {self.npc_daily_tokens} used)"
+            return None
 
     def reserve(self, npc: str, estimate: int) -> None:
         """Count one request and ``estimate`` tokens for ``npc`` (after :meth:`check`)."""
-        self._requests.append(self.now())
-        self._charge(npc, estimate)
+        with self._lock:
+            self._requests.append(self.now())
+            self._charge(npc, estimate)
+
+    def try_reserve(self, npc: str, estimate: int) -> str | None:
+        """:meth:`check` and, when it passes, :meth:`reserve`, as one step."""
+        with self._lock:
+            refusal = self.check(npc, estimate)
+            if refusal is None:
+                self.reserve(npc, estimate)
+            return refusal
 
     def settle(self, npc: str, estimate: int, usage: TokenUsage | None, cost_usd: float = 0.0) -> None:
-        """Replace a reservation by what the call really used (nothing if it failed
-        before the API counted anything)."""
-        self._roll_day()
-        self._charge(npc, (usage.total if usage else 0) - estimate)
-        self.cost_today_usd += cost_usd
+        """Replace a reservation by what the call really used (``None``: nothing, because
+        it failed before the API counted anything)."""
+        with self._lock:
+            self._roll_day()
+            self._charge(npc, (usage.total if usage else 0) - estimate)
+            self.cost_today_usd += cost_usd
 
     def _charge(self, npc: str, tokens: int) -> None:
         self.spent_today = max(0, self.spent_today + tokens)
@@ -133,27 +147,37 @@ class CircuitBreaker:
     failures: int = 0
     opened_at: float = 0.0
     _trial_in_flight: bool = False
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def allow(self) -> bool:
         """Whether a call may be made now (in half-open state, only one at a time)."""
-        if self.state is BreakerState.OPEN:
-            if self.now() - self.opened_at < self.cooldown:
-                return False
-            self.state = BreakerState.HALF_OPEN
-        if self.state is BreakerState.HALF_OPEN:
-            if self._trial_in_flight:
-                return False
-            self._trial_in_flight = True
-        return True
+        with self._lock:
+            if self.state is BreakerState.OPEN:
+                if self.now() - self.opened_at < self.cooldown:
+                    return False
+                self.state = BreakerState.HALF_OPEN
+            if self.state is BreakerState.HALF_OPEN:
+                if self._trial_in_flight:
+                    return False
+                self._trial_in_flight = True
+            return True
 
     def record_success(self) -> None:
         """A call succeeded: close the circuit."""
-        self.state, self.failures, self._trial_in_flight = BreakerState.CLOSED, 0, False
+        with self._lock:
+            self.state, self.failures, self._trial_in_flight = BreakerState.CLOSED, 0, False
 
     def record_failure(self) -> None:
         """A call failed: count it, and open the circuit at the threshold (at once when
         the trial call of a half-open circuit fails)."""
-        self.failures += 1
-        if self.state is BreakerState.HALF_OPEN or self.failures >= self.failure_threshold:
-            self.state, self.opened_at = BreakerState.OPEN, self.now()
-        self._trial_in_flight = False
+        with self._lock:
+            self.failures += 1
+            if self.state is BreakerState.HALF_OPEN or self.failures >= self.failure_threshold:
+                self.state, self.opened_at = BreakerState.OPEN, self.now()
+            self._trial_in_flight = False
+
+    def release(self) -> None:
+        """A call ended without a verdict on the API (cancelled, shut down): count
+        nothing, and let a half-open circuit try another trial call."""
+        with self._lock:
+            self._trial_in_flight = False
