@@ -24,6 +24,7 @@ from npc_memory.llm import (
 )
 from npc_memory.llm.summary import MAX_SUMMARY, SummaryOut
 from npc_memory.rules.tokens import estimate_tokens
+from npc_memory.rules.validation import MAX_TAG_CHARS
 
 
 def test_daily_and_per_npc_budgets_with_settlement_and_a_new_day() -> None:
@@ -187,6 +188,6 @@ def test_whatever_the_llm_says_what_survives_is_clamped(items: list[dict[str, ob
         assert not math.isnan(memory.importance)
         assert memory.kind in ("episodic", "semantic", "procedural")
         assert memory.valence in ("positive", "neutral", "negative")
-        assert len(memory.tags) <= 8 and all(t == t.lower() and 0 < len(t) <= 32 for t in memory.tags)
+        assert len(memory.tags) <= 8 and all(t == t.lower() and 0 < len(t) <= MAX_TAG_CHARS for t in memory.tags)
     importances = [m.importance for m in memories]
     assert importances == sorted(importances, reverse=True)
