@@ -7,6 +7,7 @@ and NPC replies."""
 from __future__ import annotations
 
 import concurrent.futures
+import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -159,11 +160,12 @@ class ExtractionPipeline:
         self.stats.fallbacks[reason] = self.stats.fallbacks.get(reason, 0) + 1
         return ExtractionResult(job=job, memories=self.rules.extract(job), source="rules", reason=reason)
 
-    def tick(self) -> list[ExtractionResult]:
-        """Collect finished calls, dispatch at most ``extraction_dispatch_per_tick`` jobs,
-        and return at most ``extraction_apply_per_tick`` results to apply."""
+    def tick(self, deadline: float | None = None) -> list[ExtractionResult]:
+        """Collect finished calls, dispatch at most ``extraction_dispatch_per_tick`` jobs
+        (fewer once ``time.perf_counter()`` passes ``deadline``: the rules extract on the
+        tick), and return at most ``extraction_apply_per_tick`` results to apply."""
         self._collect()
-        self._dispatch()
+        self._dispatch(deadline)
         count = min(self.budgets.extraction_apply_per_tick, len(self.ready))
         return [self.ready.popleft() for _ in range(count)]
 
@@ -182,9 +184,9 @@ class ExtractionPipeline:
         if self.gateway is not None:
             self.gateway.close()
 
-    def _dispatch(self) -> None:
-        for _ in range(self.budgets.extraction_dispatch_per_tick):
-            if not self.queue:
+    def _dispatch(self, deadline: float | None) -> None:
+        for done in range(self.budgets.extraction_dispatch_per_tick):
+            if not self.queue or (done and deadline is not None and time.perf_counter() > deadline):
                 return
             if self.gateway is None or self.extractor is None:
                 self.ready.append(self.extract_now(self.queue.popleft(), "rules: no llm configured"))

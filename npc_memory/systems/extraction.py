@@ -23,7 +23,7 @@ class ExtractionSystem(esper.Processor):
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         deadline = time.perf_counter() + self.budget_ms / 1000.0
-        results = self.pipeline.tick()
+        results = self.pipeline.tick(deadline)
         for done, result in enumerate(results):
             if done and time.perf_counter() > deadline:
                 self.pipeline.ready.extendleft(reversed(results[done:]))
