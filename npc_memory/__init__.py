@@ -40,6 +40,7 @@ from npc_memory.plugin import (
     install,
     uninstall,
 )
+from npc_memory.llm import Reply
 from npc_memory.query import MemoryQuery
 from npc_memory.state import Subscription
 
@@ -79,6 +80,7 @@ __all__ = [
     "PromptMessages",
     "Ref",
     "Relationship",
+    "Reply",
     "SemanticMemory",
     "Stage",
     "Subscription",
