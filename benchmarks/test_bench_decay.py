@@ -52,7 +52,7 @@ def test_decay_tick(benchmark: Any, npcs: int, cleanup: None) -> None:
 
 def test_full_decay_cycle_in_ticks(benchmark: Any, cleanup: None) -> None:
     """Ticks (and wall time) for one whole cycle over 1,000 NPCs × 21 pairs at the
-    default budget of 50 pairs per tick."""
+    default budgets: at most 50 pairs and 0.15 ms per tick (at least one pair)."""
     plugin = world(1_000 if not benchmark.disabled else 10)
     system = decay_system()
 
@@ -66,5 +66,5 @@ def test_full_decay_cycle_in_ticks(benchmark: Any, cleanup: None) -> None:
 
     ticks = benchmark.pedantic(cycle, rounds=1 if benchmark.disabled else 3, iterations=1)
     pairs = len(plugin.npcs()) * 21
-    assert ticks == pairs // plugin.pack.budgets.decay_pairs_per_tick + 1  # the last take notices the end
+    assert pairs // plugin.pack.budgets.decay_pairs_per_tick <= ticks <= pairs  # the time budget decides
     benchmark.extra_info["ticks_per_cycle"] = ticks
