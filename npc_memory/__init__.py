@@ -31,6 +31,7 @@ from npc_memory.errors import (
     UnknownEntityError,
     VersionConflictError,
 )
+from npc_memory.llm import Reply
 from npc_memory.plugin import (
     ConversationEnded,
     MemoryPlugin,
@@ -40,7 +41,6 @@ from npc_memory.plugin import (
     install,
     uninstall,
 )
-from npc_memory.llm import Reply
 from npc_memory.query import MemoryQuery
 from npc_memory.state import Subscription
 

@@ -3,9 +3,16 @@ facts least worth keeping go in one batch (disbelieved first, authored kept)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 import npc_memory
+from npc_memory.components import Fact, KnowledgeBase
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.events import FactLearned
+from npc_memory.rules.knowledge import FactIndex, learn
 from npc_memory.systems.gossip import GossipSystem
 
 from .conftest import tick
@@ -58,3 +65,28 @@ def test_a_room_where_everyone_knows_the_news_goes_quiet() -> None:
     plugin.add_npc(key="dee", archetype="innkeeper", room="tavern")  # a newcomer: the room wakes up
     tick("k", 30)
     assert any("mill" in f.content for f in plugin.facts("dee"))  # and hears it
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["bram", "cora", None]), st.sampled_from(["theft", "trade"]),
+                  st.sampled_from(["a", "b", "c"]), st.floats(0.05, 1.0), st.sampled_from(["observation", "gossip"]),
+                  st.one_of(st.none(), st.floats(10.0, 500.0))),
+        max_size=40,
+    )
+)
+def test_the_fact_index_always_equals_one_built_afresh(steps: list[tuple[Any, ...]]) -> None:
+    rules = capped(12).knowledge
+    kb = KnowledgeBase()
+    index = FactIndex(kb, rules, 0.0)
+    for n, (subject, topic, content, confidence, source, expires) in enumerate(steps):
+        now = float(n * 20)
+        fact = Fact(id=f"f{n}", origin=f"o{n % 7}" if source == "gossip" else f"seen{n}", content=content,
+                    subject=subject, topic=topic, confidence=confidence, source=source, created=now,
+                    expires=None if expires is None else now + expires)
+        learn(kb, fact, rules, now, (), index)
+        fresh = FactIndex(kb, rules, now)
+        assert (index.by_id, index.held, index.claims) == (fresh.by_id, fresh.held, fresh.claims)
+        assert fresh.origins <= index.origins  # merged and evicted origins may linger: never re-learned
+        assert len(kb.facts) <= rules.cap

@@ -54,6 +54,9 @@ def is_shareable(fact: Fact, rules: KnowledgeRules, now: float) -> bool:
 MAX_ALIASES = 8
 """Merged origins a fact remembers."""
 
+Claim = tuple[str | None, str, str]
+"""(subject, topic, content): what a fact says, whoever said it."""
+
 
 def retention(fact: Fact, rules: KnowledgeRules, now: float, known: Container[str]) -> float:
     """How much a fact is worth keeping: importance × confidence × 0.5^(age / half-life),
@@ -65,88 +68,53 @@ def retention(fact: Fact, rules: KnowledgeRules, now: float, known: Container[st
     return value
 
 
-def learn(
-    kb: KnowledgeBase, fact: Fact, rules: KnowledgeRules, now: float, known: Container[str] = ()
-) -> LearnOutcome:
-    """Add ``fact`` (its ``id`` already taken from ``kb``) to ``kb``.
-
-    Nothing happens if ``kb`` already holds a fact of the same origin. The same claim
-    (subject, topic, content) already held and believed absorbs the new one (see
-    :class:`KnowledgeRules`). Expired facts are cleaned out; the believed fact about the
-    same subject and topic competes with the new one; past the cap the least worth
-    keeping are evicted in one batch (authored and locked facts exempt).
-    """
-    claim = (fact.subject, fact.topic, fact.content)
-    for index, held in enumerate(kb.facts):
-        if held.origin == fact.origin or fact.origin in held.aliases:
-            return LearnOutcome(stored=None)
-        if held.believed and (held.subject, held.topic, held.content) == claim:
-            merged = msgspec.structs.replace(
-                held,
-                confidence=max(held.confidence, fact.confidence),
-                aliases=(*held.aliases, fact.origin)[-MAX_ALIASES:],
-            )
-            kb.facts[index] = merged
-            return LearnOutcome(stored=None, merged=merged)
-    removed = [f for f in kb.facts if is_expired(f, now)]
-    if removed:
-        kb.facts[:] = [f for f in kb.facts if not is_expired(f, now)]
-    displaced = None
-    for index, held in enumerate(kb.facts):
-        if held.believed and held.subject == fact.subject and held.topic == fact.topic:
-            if evidence(fact, rules) >= evidence(held, rules):
-                displaced = msgspec.structs.replace(held, believed=False, disbelieved_at=now)
-                kb.facts[index] = displaced
-            else:
-                fact = msgspec.structs.replace(fact, believed=False, disbelieved_at=now)
-            break
-    kb.facts.append(fact)
-    if len(kb.facts) > rules.cap:
-        removed += _evict(kb, rules, now, known)
-    stored = fact if any(f is fact for f in kb.facts) else None
-    return LearnOutcome(stored=stored, displaced=displaced, removed=tuple(removed))
-
-
-def _evict(kb: KnowledgeBase, rules: KnowledgeRules, now: float, known: Container[str]) -> list[Fact]:
-    """Evict down to cap × (1 − slack): disbelieved first, then the lowest retention."""
-    keep_at_most = max(1, int(rules.cap * (1.0 - rules.cap_slack)))
-    candidates = [f for f in kb.facts if not f.locked and f.source != "authored"]
-    excess = len(kb.facts) - keep_at_most
-    if excess <= 0 or not candidates:
-        return []
-    candidates.sort(key=lambda f: (f.believed, retention(f, rules, now, known), f.created))
-    victims = {id(f) for f in candidates[:excess]}
-    evicted = [f for f in kb.facts if id(f) in victims]
-    kb.facts[:] = [f for f in kb.facts if id(f) not in victims]
-    return evicted
-
-
 class FactIndex:
     """Derived, in-memory lookups over one NPC's knowledge (never persisted): facts by
-    id, the origins it knows, and the ids it may gossip (pruned lazily)."""
+    id, the origins it knows, its believed fact per (subject, topic) and per claim, the
+    earliest expiry, and the ids it may gossip (pruned lazily). Kept up to date by
+    :func:`learn`, so learning costs O(1) but for the rare expiry or eviction pass."""
 
-    __slots__ = ("by_id", "origins", "shareable")
+    __slots__ = ("by_id", "claims", "held", "next_expiry", "origins", "shareable")
 
     def __init__(self, kb: KnowledgeBase, rules: KnowledgeRules, now: float) -> None:
+        self.by_id: dict[str, Fact] = {}
+        self.origins: set[str] = set()
+        self.held: dict[tuple[str | None, str], str] = {}
+        self.claims: dict[Claim, str] = {}
+        self.next_expiry = float("inf")
+        self.shareable: list[str] = []
+        self.rebuild(kb, rules, now)
+
+    def rebuild(self, kb: KnowledgeBase, rules: KnowledgeRules, now: float) -> None:
+        """Index ``kb`` afresh (after facts left it: a rare, batched event)."""
         self.by_id = {f.id: f for f in kb.facts}
         self.origins = {o for f in kb.facts for o in (f.origin, *f.aliases)}
+        self.held, self.claims, self.next_expiry = {}, {}, float("inf")
+        for fact in kb.facts:
+            self.hold(fact)
         self.shareable = [f.id for f in kb.facts if is_shareable(f, rules, now)]
 
-    def record(self, outcome: LearnOutcome, rules: KnowledgeRules, now: float) -> None:
-        """Bring the index up to date after :func:`learn`."""
-        for fact in outcome.removed:
-            self.by_id.pop(fact.id, None)
-            self.origins.difference_update((fact.origin, *fact.aliases))
-        if outcome.displaced is not None:
-            self.by_id[outcome.displaced.id] = outcome.displaced
-        if outcome.merged is not None:
-            self.by_id[outcome.merged.id] = outcome.merged
-            self.origins.update(outcome.merged.aliases)
-        if outcome.stored is not None:
-            self.by_id[outcome.stored.id] = outcome.stored
-            self.origins.add(outcome.stored.origin)
-            if is_shareable(outcome.stored, rules, now):
-                self.shareable.append(outcome.stored.id)
+    def hold(self, fact: Fact) -> None:
+        """Index ``fact`` as held (as believed, if it is)."""
+        if fact.believed:
+            self.held[(fact.subject, fact.topic)] = fact.id
+            self.claims[(fact.subject, fact.topic, fact.content)] = fact.id
+        if fact.expires is not None and not fact.locked:
+            self.next_expiry = min(self.next_expiry, fact.expires)
+
+    def release(self, fact: Fact) -> None:
+        """``fact`` is no longer the held belief of its topic or claim."""
+        if self.held.get((fact.subject, fact.topic)) == fact.id:
+            del self.held[(fact.subject, fact.topic)]
+        if self.claims.get((fact.subject, fact.topic, fact.content)) == fact.id:
+            del self.claims[(fact.subject, fact.topic, fact.content)]
+
+    def replace(self, kb: KnowledgeBase, old: Fact, new: Fact) -> None:
+        """Put ``new`` in place of ``old`` in ``kb`` and in the index."""
+        kb.facts[kb.facts.index(old)] = new
+        self.by_id[new.id] = new
+        self.release(old)
+        self.hold(new)
 
     def has_news(self, rules: KnowledgeRules, now: float) -> bool:
         """Whether the NPC has something to pass on: the newest shareable id is still
@@ -164,3 +132,78 @@ class FactIndex:
         """Forget ``fact_id`` as shareable (a draw found it stale)."""
         with contextlib.suppress(ValueError):
             self.shareable.remove(fact_id)
+
+
+def learn(
+    kb: KnowledgeBase,
+    fact: Fact,
+    rules: KnowledgeRules,
+    now: float,
+    known: Container[str] = (),
+    index: FactIndex | None = None,
+) -> LearnOutcome:
+    """Add ``fact`` (its ``id`` already taken from ``kb``) to ``kb`` and keep ``index``
+    (the NPC's :class:`FactIndex`, built afresh when ``None``) up to date.
+
+    Nothing happens if ``kb`` already holds a fact of the same origin. The same claim
+    (subject, topic, content) already held and believed absorbs the new one (see
+    :class:`KnowledgeRules`). Expired facts are cleaned out; the believed fact about the
+    same subject and topic competes with the new one; past the cap the least worth
+    keeping are evicted in one batch (authored and locked facts exempt).
+    """
+    if index is None:
+        index = FactIndex(kb, rules, now)
+    if fact.origin in index.origins:
+        return LearnOutcome(stored=None)
+    claim_id = index.claims.get((fact.subject, fact.topic, fact.content))
+    if claim_id is not None:
+        held = index.by_id[claim_id]
+        merged = msgspec.structs.replace(
+            held,
+            confidence=max(held.confidence, fact.confidence),
+            aliases=(*held.aliases, fact.origin)[-MAX_ALIASES:],
+        )
+        index.replace(kb, held, merged)
+        index.origins.add(fact.origin)
+        return LearnOutcome(stored=None, merged=merged)
+    removed: list[Fact] = []
+    if index.next_expiry <= now:
+        removed = [f for f in kb.facts if is_expired(f, now)]
+        kb.facts[:] = [f for f in kb.facts if not is_expired(f, now)]
+        index.rebuild(kb, rules, now)
+    displaced = None
+    held_id = index.held.get((fact.subject, fact.topic))
+    if held_id is not None:
+        held = index.by_id[held_id]
+        if evidence(fact, rules) >= evidence(held, rules):
+            displaced = msgspec.structs.replace(held, believed=False, disbelieved_at=now)
+            index.replace(kb, held, displaced)
+        else:
+            fact = msgspec.structs.replace(fact, believed=False, disbelieved_at=now)
+    kb.facts.append(fact)
+    index.by_id[fact.id] = fact
+    index.origins.add(fact.origin)
+    index.hold(fact)
+    if is_shareable(fact, rules, now):
+        index.shareable.append(fact.id)
+    if len(kb.facts) > rules.cap:
+        evicted = _evict(kb, rules, now, known)
+        if evicted:
+            removed += evicted
+            index.rebuild(kb, rules, now)
+    stored = fact if index.by_id.get(fact.id) is fact else None
+    return LearnOutcome(stored=stored, displaced=displaced, removed=tuple(removed))
+
+
+def _evict(kb: KnowledgeBase, rules: KnowledgeRules, now: float, known: Container[str]) -> list[Fact]:
+    """Evict down to cap × (1 − slack): disbelieved first, then the lowest retention."""
+    keep_at_most = max(1, int(rules.cap * (1.0 - rules.cap_slack)))
+    candidates = [f for f in kb.facts if not f.locked and f.source != "authored"]
+    excess = len(kb.facts) - keep_at_most
+    if excess <= 0 or not candidates:
+        return []
+    candidates.sort(key=lambda f: (f.believed, retention(f, rules, now, known), f.created))
+    victims = {id(f) for f in candidates[:excess]}
+    evicted = [f for f in kb.facts if id(f) in victims]
+    kb.facts[:] = [f for f in kb.facts if id(f) not in victims]
+    return evicted

@@ -119,15 +119,13 @@ class KnowledgeService:
             locked=locked,
         )
         rules = self.state.pack.knowledge
-        outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now, npc.relationships.by_player)
+        outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now, npc.relationships.by_player, index)
         if outcome.merged is not None:  # the same claim again: reinforced, not copied
-            index.record(outcome, rules, now)
             self.state.mark(key)
             return None
         if outcome.stored is None:
             return None
         npc.knowledge.next_id += 1
-        index.record(outcome, rules, now)
         self.board.touch(npc.location.room)
         self.state.mark(key)
         stored = outcome.stored
