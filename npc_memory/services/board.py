@@ -71,10 +71,24 @@ class GossipBoard:
             self.dirty[room] = None
 
     def leave(self, npc: str, room: str | None) -> None:
-        """``npc`` left ``room``."""
-        if room is not None and room in self.members:
-            self.members[room].discard(npc)
-            self.dirty[room] = None
+        """``npc`` left ``room``: it is out of the room's draws at once (O(room)), even
+        while the room waits to be rebuilt."""
+        if room is None or room not in self.members:
+            return
+        self.members[room].discard(npc)
+        self.dirty[room] = None
+        built = self.rooms.get(room)
+        if built is None:
+            return
+        if npc in built.listeners:
+            built.listeners.remove(npc)
+            built.listener_weights = _cumulate([self.listener_weight(n) for n in built.listeners])
+        if npc in built.tellers:
+            built.tellers.remove(npc)
+            built.teller_weights = _cumulate([self.teller_weight(n) for n in built.tellers])
+        if not built.tellers or len(built.listeners) < 2:
+            self.rooms.pop(room, None)
+            self._deactivate(room)
 
     def touch(self, room: str | None) -> None:
         """An occupant of ``room`` learned or forgot something."""

@@ -261,7 +261,10 @@ class KnowledgeService:
         """One exchange: ``teller`` tells ``listener`` a fact it does not know yet."""
         state = self.state
         rules = state.pack.knowledge
-        teller, listener = self._npc(teller_key), self._npc(listener_key)
+        registry = state.registry
+        teller, listener = registry.live_npc(teller_key), registry.live_npc(listener_key)
+        if teller is None or listener is None:  # defensive: the board drops leavers at once
+            return False
         index, heard = self.indexes[teller_key], self.indexes[listener_key]
         if not index.shareable:
             return False

@@ -51,6 +51,14 @@ class PopulationService:
         if stale is not None:
             self.vanish(stale)
 
+    def _claim(self, entity: int | None) -> int:
+        """The entity to attach to; a handle whose deleted entity esper reused for it is
+        let go first (kept, its key freed)."""
+        entity, stale = self.state.registry.claim(entity)
+        if stale is not None:
+            self.vanish(stale)
+        return entity
+
     def saved(self, key: str, kind: type[_D]) -> _D | None:
         """The stored document of ``key`` if it is of ``kind``; a stored document of the
         other kind is a :class:`DuplicateKeyError`."""
@@ -100,7 +108,7 @@ class PopulationService:
             working=WorkingMemory() if saved is None else saved.working,
             knowledge=KnowledgeBase() if saved is None else saved.knowledge,
         )
-        self.state.registry.attach(handle, entity)
+        self.state.registry.attach(handle, self._claim(entity))
         self.state.stored.pop(key, None)
         self.knowledge.learn_authored(handle)
         if saved is None or (saved.name, saved.faction, saved.archetype) != (
@@ -140,7 +148,7 @@ class PopulationService:
             location=Location(room),
             profile=PlayerProfile(consent=bool(consent), anonymous=bool(anonymous)),
         )
-        self.state.registry.attach(handle, entity)
+        self.state.registry.attach(handle, self._claim(entity))
         self.state.stored.pop(key, None)
         if saved is None or (saved.name, saved.faction, saved.profile) != (display, faction, handle.profile):
             self.state.mark(key)

@@ -44,18 +44,19 @@ class Registry:
         self.npc_order: list[str] = []
         """Keys of the live NPCs (order changes on removal: swap with the last, O(1))."""
         self._npc_position: dict[str, int] = {}
+        self.order: list[str] = []
+        """Keys of every live NPC and player (order changes on removal, as ``npc_order``)."""
+        self._position: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self.by_key)
 
     # ------------------------------------------------------------------ membership
 
-    def attach(self, handle: Handle, entity: int | None) -> int:
-        """Attach ``handle``'s components to ``entity`` (created when ``None``) in the
-        plugin's world and register it; returns the entity."""
-        key = handle.identity.key
-        if key in self.by_key:
-            raise DuplicateKeyError(f"key {key!r} is already used by entity {self.by_key[key]}")
+    def claim(self, entity: int | None) -> tuple[int, Handle | None]:
+        """The entity to attach to (created in the plugin's world when ``None``), checked,
+        and the registered handle whose entity esper deleted and reused for it, if any
+        (the caller lets that one go before attaching)."""
         with world_context(self.world):
             if entity is None:
                 entity = esper.create_entity()
@@ -63,6 +64,17 @@ class Registry:
                 raise InvalidArgumentError(f"entity must be an int, got {entity!r}")
             elif not esper.entity_exists(entity):
                 raise UnknownEntityError(f"entity {entity} does not exist in esper world {self.world!r}")
+            held = self.npcs.get(entity) or self.players.get(entity)
+            if held is not None and self._owns(entity, held):
+                raise DuplicateKeyError(f"entity {entity} is already {held.identity.key!r}")
+        return entity, held
+
+    def attach(self, handle: Handle, entity: int) -> int:
+        """Attach ``handle``'s components to ``entity`` (see :meth:`claim`) and register it."""
+        key = handle.identity.key
+        if key in self.by_key:
+            raise DuplicateKeyError(f"key {key!r} is already used by entity {self.by_key[key]}")
+        with world_context(self.world):
             if entity in self.npcs or entity in self.players:
                 held = self.npcs.get(entity) or self.players[entity]
                 raise DuplicateKeyError(f"entity {entity} is already {held.identity.key!r}")
@@ -70,6 +82,8 @@ class Registry:
                 esper.add_component(entity, component)
         handle.entity = entity
         self.by_key[key] = entity
+        self._position[key] = len(self.order)
+        self.order.append(key)
         if isinstance(handle, NpcHandle):
             self.npcs[entity] = handle
             self._npc_position[key] = len(self.npc_order)
@@ -90,11 +104,7 @@ class Registry:
             for listener in self.listeners:
                 listener.npc_removed(handle)
             handle.location.listen(None)
-            position = self._npc_position.pop(handle.identity.key)
-            last = self.npc_order.pop()
-            if position < len(self.npc_order):
-                self.npc_order[position] = last
-                self._npc_position[last] = position
+            _swap_remove(self.npc_order, self._npc_position, handle.identity.key)
         if self.world in esper.list_worlds():
             with world_context(self.world):
                 if esper.entity_exists(entity) and self._owns(entity, handle):
@@ -103,6 +113,7 @@ class Registry:
         self.npcs.pop(entity, None)
         self.players.pop(entity, None)
         del self.by_key[handle.identity.key]
+        _swap_remove(self.order, self._position, handle.identity.key)
         handle.entity = None
 
     def _owns(self, entity: int, handle: Handle) -> bool:
@@ -126,15 +137,22 @@ class Registry:
             alive = esper.entity_exists(entity) and self._owns(entity, handle)
         return None if alive else handle
 
-    def vanished(self, live: list[tuple[int, Identity]]) -> list[Handle]:
-        """Handles whose entity is gone, given esper's current ``(entity, Identity)``
-        list. O(1) while the counts agree (only the plugin attaches ``Identity``)."""
-        if len(live) == len(self.by_key):
-            return []
-        present = {entity: identity for entity, identity in live}
-        gone: list[Handle] = [h for e, h in self.npcs.items() if present.get(e) is not h.identity]
-        gone += [h for e, h in self.players.items() if present.get(e) is not h.identity]
-        return gone
+    def vanished(self, start: int, count: int) -> tuple[list[Handle], int]:
+        """Of the ``count`` handles from position ``start`` of :attr:`order` (wrapping
+        round), those whose entity esper deleted; and the position to start from next."""
+        if not self.order or self.world not in esper.list_worlds():
+            return [], 0
+        gone: list[Handle] = []
+        size = len(self.order)
+        start %= size
+        with world_context(self.world):
+            for step in range(min(count, size)):
+                key = self.order[(start + step) % size]
+                entity = self.by_key[key]
+                handle = self.npcs.get(entity) or self.players[entity]
+                if not (esper.entity_exists(entity) and self._owns(entity, handle)):
+                    gone.append(handle)
+        return gone, (start + min(count, size)) % size
 
     # ------------------------------------------------------------------ lookups
 
@@ -180,3 +198,12 @@ class Registry:
     def player_keys(self) -> list[str]:
         """Keys of every live player, in the order they were added."""
         return [h.identity.key for h in self.players.values()]
+
+
+def _swap_remove(order: list[str], positions: dict[str, int], key: str) -> None:
+    """Remove ``key`` from ``order`` in O(1): the last key takes its place."""
+    position = positions.pop(key)
+    last = order.pop()
+    if position < len(order):
+        order[position] = last
+        positions[last] = position

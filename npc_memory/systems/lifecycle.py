@@ -1,6 +1,6 @@
 """LifecycleSystem: notices NPCs and players whose entities esper deleted behind the
 plugin's back (``esper.delete_entity``, ``esper.clear_database``), keeps what they held
-and frees their keys — within the tick after it happened."""
+and frees their keys."""
 
 from __future__ import annotations
 
@@ -8,24 +8,25 @@ from typing import Any
 
 import esper
 
-from npc_memory.components import Identity
 from npc_memory.services.population import PopulationService
+
+CHECKS_PER_TICK = 256
+"""Entities checked per tick: with up to this many NPCs and players a deletion is noticed
+within the tick after it; with more, within ``ceil(n / 256)`` ticks (40 at 10,000)."""
 
 
 class LifecycleSystem(esper.Processor):
-    """Runs right after ClockSystem. While esper's world has not changed structurally
-    its cached ``Identity`` list is the same object, and a tick costs O(1); after a
-    change it compares counts, and only a shortfall costs a pass over the plugin's
-    NPCs and players."""
+    """Runs right after ClockSystem and checks a round-robin slice of the plugin's
+    entities (two dictionary look-ups each): O(slice) whatever the host does to its
+    world. A key reused by ``add_npc``/``add_player``, and an entity id esper hands out
+    again, are checked at once by the facade."""
 
-    def __init__(self, population: PopulationService) -> None:
+    def __init__(self, population: PopulationService, per_tick: int = CHECKS_PER_TICK) -> None:
         self.population = population
-        self._seen: list[tuple[int, Identity]] | None = None
+        self.per_tick = per_tick
+        self._next = 0
 
     def process(self, *args: Any, **kwargs: Any) -> None:
-        live = esper.get_component(Identity)
-        if live is self._seen:
-            return
-        self._seen = live
-        for handle in self.population.state.registry.vanished(live):
+        gone, self._next = self.population.state.registry.vanished(self._next, self.per_tick)
+        for handle in gone:
             self.population.vanish(handle)
