@@ -46,3 +46,20 @@ def test_an_npc_leaving_a_room_that_waits_for_its_rebuild_is_never_drawn() -> No
         tick(f"g{seed}", 5)  # never draws a removed or moved NPC
         assert all("n00" not in room.listeners and "n10" not in room.listeners for room in board.rooms.values())
         npc_memory.uninstall(f"g{seed}")
+
+
+def test_a_forgotten_npc_added_again_starts_afresh() -> None:
+    plugin = npc_memory.install(world="f")
+    plugin.add_npc(key="hilda", room="forge")
+    plugin.add_player(key="bram", room="forge")
+    plugin.remember("hilda", None, "The sword of kings lies in the lake")
+    assert plugin.recall("hilda", None, "sword")
+    plugin.say("hilda", "bram", "Bram", "I stole your hammer, you fool!")
+    plugin.end_conversation("hilda", "bram")  # queued, not yet extracted
+    plugin.remove("hilda", forget=True)
+    hilda = plugin.add_npc(key="hilda", room="forge")
+    plugin.remember(hilda, None, "Bread is cheap today", importance=0.1)
+    plugin.remember(hilda, None, "The mayor wears a hat", importance=1.0)
+    assert [m.content for m in plugin.recall(hilda, None, "lake", k=1)] == ["The mayor wears a hat"]  # no stale terms
+    tick("f", 3)
+    assert plugin.memories(hilda, "bram") == [] and plugin.extraction.pending() == []  # the old job went with her

@@ -25,9 +25,11 @@ class Scorer(Protocol):
 
 
 class Terms(Counter[str]):
-    """Term counts of one document, with their total (``length``) computed once."""
+    """Term counts of one document, with their total (``length``) computed once, and
+    the text they were counted from (``content``)."""
 
     length: int = 0
+    content: str = ""
 
 
 class BM25:
@@ -81,6 +83,8 @@ class TermCache:
         out = []
         for memory in memories:
             counts = cache.get(memory.id)
+            if counts is not None and counts.content != memory.content:
+                counts = None  # the id was reused (an NPC forgotten and added again)
             if counts is None:
                 if self._size >= self.limit:
                     self._cache.clear()
@@ -90,6 +94,7 @@ class TermCache:
                 for tag in memory.tags:
                     counts.update(terms(tag) * 2)
                 counts.length = sum(counts.values())
+                counts.content = memory.content
                 cache[memory.id] = counts
                 self._size += 1
             out.append(counts)

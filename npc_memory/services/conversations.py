@@ -54,6 +54,9 @@ class ConversationService:
         self.memories = memories
         self.knowledge = knowledge
         self.relationships = relationships
+        self.forgotten: dict[str, float] = {}
+        """Keys forgotten while this plugin runs, with when (game seconds): results of
+        conversations that ended by then are dropped."""
 
     def say(self, npc: NpcHandle, player: PlayerHandle, line: Turn, max_turns: int) -> None:
         """Append ``line`` to the open conversation of ``npc`` and ``player``."""
@@ -122,6 +125,9 @@ class ConversationService:
         once per conversation id. A result whose NPC or player is not in the live world
         waits (parked) until both are."""
         job = result.job
+        forgotten = self.forgotten
+        if forgotten and job.ended_at <= max(forgotten.get(job.npc, -1.0), forgotten.get(job.player, -1.0)):
+            return  # about an NPC or player forgotten since: dropped
         registry = self.state.registry
         npc, player = registry.live_npc(job.npc), registry.live_player(job.player)
         if npc is None or player is None:
@@ -192,6 +198,18 @@ class ConversationService:
                 memories=tuple(ids),
             )
         )
+
+    def drop_jobs_of(self, key: str) -> None:
+        """Forget the extraction work waiting for ``key`` (an NPC or player being
+        forgotten): parked and queued jobs go, and results in flight are dropped when
+        they arrive."""
+        pipeline = self.pipeline
+        pipeline.parked = [r for r in pipeline.parked if key not in (r.job.npc, r.job.player)]
+        kept = [job for job in pipeline.queue if key not in (job.npc, job.player)]
+        if len(kept) != len(pipeline.queue):
+            pipeline.queue.clear()
+            pipeline.queue.extend(kept)
+        self.forgotten[key] = self.state.clock.now
 
     def unpark(self) -> None:
         """Apply the results that waited for their NPC or player to be added."""

@@ -160,12 +160,14 @@ class PopulationService:
         key = handle.identity.key
         self.state.registry.detach(handle)
         if forget:
+            self.conversations.drop_jobs_of(key)
             self.persistence.forget(key)
         else:
             self.persistence.keep(handle)
 
     def forget_stored(self, key: str) -> None:
         """Delete a stored (not live) NPC or player from the store."""
+        self.conversations.drop_jobs_of(key)
         self.persistence.forget(key)
 
     def vanish(self, handle: Handle) -> None:
