@@ -72,6 +72,9 @@ class EventHandlerError(ExceptionGroup, NpcMemoryError):
     def __init__(self, errors: list[Exception]) -> None:
         super().__init__(f"{len(errors)} event handler(s) raised; first: {errors[0]!r}", errors)
 
+    result: object = None
+    """What the facade call that raised this returned (the call itself succeeded)."""
+
     @property
     def errors(self) -> tuple[Exception, ...]:
         """What the handlers raised, in delivery order."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import copy
 import functools
+import logging
 import math
 import os
 import random
@@ -46,6 +47,7 @@ from npc_memory.context.builder import ContextProvider, PromptContext
 from npc_memory.context.providers import DEFAULT_PROVIDERS
 from npc_memory.errors import (
     AlreadyInstalledError,
+    EventHandlerError,
     InvalidArgumentError,
     NotInstalledError,
     NpcMemoryError,
@@ -62,6 +64,9 @@ from npc_memory.rules.validation import (
     MAX_CONTENT_CHARS,
     MAX_KEY_CHARS,
     check_category,
+    check_flag,
+    check_int,
+    check_key_or_none,
     check_positive,
     check_room,
     check_scope,
@@ -119,6 +124,8 @@ MAX_TURNS = 500
 """Lines an open conversation may hold before it must be ended."""
 
 _INSTALLED: dict[str, MemoryPlugin] = {}
+
+log = logging.getLogger("npc_memory.events")
 
 __all__ = ["ConversationEnded", "MemoryPlugin", "PromptMessages", "Ref", "get_plugin", "install", "uninstall"]
 
@@ -181,9 +188,11 @@ def install(
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidArgumentError(f"{label} must be an int, got {value!r}")
     if fixed_step is not None:
-        check_positive("fixed_step", fixed_step)
-    if not isinstance(deterministic, bool):
-        raise InvalidArgumentError(f"deterministic must be True or False, got {deterministic!r}")
+        check_positive("fixed_step", fixed_step, "real seconds")
+    check_flag("deterministic", deterministic)
+    check_flag("forward_events", forward_events)
+    if not isinstance(pack, (str, os.PathLike, Pack)):
+        raise InvalidArgumentError(f"pack must be a bundled pack name, a path or a Pack, got {pack!r}")
     if event_errors not in ("raise", "log"):
         raise InvalidArgumentError(f"event_errors must be 'raise' or 'log', got {event_errors!r}")
     loaded = pack if isinstance(pack, Pack) else load_pack(pack)
@@ -285,14 +294,19 @@ def get_plugin(world: str | None = None) -> MemoryPlugin:
 
 def _delivers(method: F) -> F:
     """A facade call that changes state: refused once uninstalled; once it returns, the
-    events it queued are delivered (handler errors raised after the change is whole)."""
+    events it queued are delivered. Handler errors are raised after the change is whole,
+    as an :class:`EventHandlerError` whose ``result`` is what the call returned."""
 
     @functools.wraps(method)
     def call(self: MemoryPlugin, *args: Any, **kwargs: Any) -> Any:
         if not self._installed:
             raise NotInstalledError(f"this npc_memory plugin was uninstalled from {self.world!r}")
         result = method(self, *args, **kwargs)
-        self._state.events.deliver()
+        try:
+            self._state.events.deliver()
+        except EventHandlerError as error:
+            error.result = result  # the call itself succeeded: its answer is not lost
+            raise
         return result
 
     return cast(F, call)
@@ -392,6 +406,10 @@ class MemoryPlugin:
             self._persistence.save()
         except NpcMemoryError as exc:
             error = exc
+        try:
+            self._state.events.deliver()  # what the last changes queued reaches its handlers
+        except EventHandlerError as exc:
+            log.error("npc_memory event handlers raised during uninstall", exc_info=exc)
         self._maintenance.close()
         self._pipeline.close()
         self._persistence.close()
@@ -452,6 +470,7 @@ class MemoryPlugin:
         name, faction, archetype and room fill in whichever arguments are ``None``.
         """
         key, name, room = self._spawn_arguments(key, name, room)
+        faction, archetype = check_key_or_none("faction", faction), check_key_or_none("archetype", archetype)
         return _entity(self._population.add_npc(entity, key, name, faction, archetype, room))
 
     @_delivers
@@ -477,6 +496,7 @@ class MemoryPlugin:
             if value is not None and not isinstance(value, bool):
                 raise InvalidArgumentError(f"{label} must be True, False or None, got {value!r}")
         key, name, room = self._spawn_arguments(key, name, room)
+        faction = check_key_or_none("faction", faction)
         return _entity(self._population.add_player(entity, key, name, faction, room, consent, anonymous))
 
     @_delivers
@@ -750,7 +770,8 @@ class MemoryPlugin:
         """What ``npc`` knows: the facts it believes (and, if asked, the ones it no
         longer believes), oldest first; expired facts are left out."""
         return self._knowledge.facts(
-            self._resolve.npc(npc, stored=True), include_disbelieved=include_disbelieved
+            self._resolve.npc(npc, stored=True),
+            include_disbelieved=check_flag("include_disbelieved", include_disbelieved),
         )
 
     # ------------------------------------------------------------------ read path
@@ -765,8 +786,8 @@ class MemoryPlugin:
         only looks, for previews and evaluation)."""
         handle = self._resolve.npc(npc, stored=True)
         key = None if player is None else self._resolve.player(player, stored=True).identity.key
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
-            raise InvalidArgumentError(f"k must be an int from 1 to 1000, got {k!r}")
+        check_int("k", k, 1, 1000)
+        check_flag("strengthen", strengthen)
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a string, got {query!r}")
         return self._dialogue.recall(handle, key, query, k, strengthen=strengthen)
@@ -790,6 +811,8 @@ class MemoryPlugin:
             raise InvalidArgumentError(f"max_tokens must be a positive int, got {max_tokens!r}")
         if not isinstance(message, str):
             raise InvalidArgumentError(f"message must be a string, got {message!r}")
+        if providers is not None and (isinstance(providers, str) or not isinstance(providers, Iterable)):
+            raise InvalidArgumentError(f"providers must be a list of context providers, got {providers!r}")
         chosen = list(DEFAULT_PROVIDERS if providers is None else providers)
         names = [getattr(p, "name", None) for p in chosen]
         if not all(
@@ -824,6 +847,12 @@ class MemoryPlugin:
         with "shut down" at uninstall. Raises if no LLM is configured; use
         :meth:`prompt_messages` with your own client then."""
         self._check_installed()
+        if self._pipeline.gateway is None:
+            raise NpcMemoryError(
+                "no LLM is configured: install with llm=npc_memory.AnthropicExtractor(...), "
+                "or send plugin.prompt_messages(...) with your own client"
+            )
+        check_int("reply_tokens", reply_tokens, 1, 8192)
         prompt = self.prompt_messages(npc, player, message, max_tokens=max_tokens)
         return self._dialogue.reply(self._resolve.npc(npc), prompt, reply_tokens)
 
@@ -854,6 +883,7 @@ class MemoryPlugin:
                 raise InvalidArgumentError(f"delta for {name!r} must be a finite number, got {delta!r}")
             checked[name] = float(delta)
         if expected_version is not None:
+            check_int("expected_version", expected_version, 0, 2**62)
             current = self._relationships.peek(handle, target.identity.key, target.faction.faction).version
             if current != expected_version:
                 raise VersionConflictError(

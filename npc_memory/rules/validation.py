@@ -46,10 +46,29 @@ def check_category(category: str | None) -> None:
         raise InvalidArgumentError(f"category must be one of {', '.join(FACT_CATEGORIES)}, got {category!r}")
 
 
-def check_positive(field: str, value: float) -> None:
-    """``value`` must be a positive, finite number of game seconds."""
+def check_positive(field: str, value: float, unit: str = "game seconds") -> None:
+    """``value`` must be a positive, finite number (of ``unit``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < math.inf:
-        raise InvalidArgumentError(f"{field} must be a positive number of game seconds, got {value!r}")
+        raise InvalidArgumentError(f"{field} must be a positive number of {unit}, got {value!r}")
+
+
+def check_int(field: str, value: int, low: int, high: int) -> int:
+    """``value`` must be an int in [low, high] (a bool is not an int here)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidArgumentError(f"{field} must be an int from {low} to {high}, got {value!r}")
+    return value
+
+
+def check_flag(field: str, value: bool) -> bool:
+    """``value`` must be True or False (not a truthy string or number)."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{field} must be True or False, got {value!r}")
+    return value
+
+
+def check_key_or_none(field: str, value: str | None) -> str | None:
+    """A faction, archetype or similar name, or ``None``."""
+    return None if value is None else check_text(field, value, MAX_KEY_CHARS)
 
 
 def check_unit(field: str, value: float) -> None:
@@ -63,6 +82,8 @@ def check_tags(tags: Iterable[str]) -> tuple[str, ...]:
     :data:`MAX_TAG_CHARS` characters."""
     if isinstance(tags, str):
         raise InvalidArgumentError(f"tags must be a list of strings, not the string {tags!r}")
+    if not isinstance(tags, Iterable):
+        raise InvalidArgumentError(f"tags must be a list of strings, got {tags!r}")
     seen: dict[str, None] = {}
     for tag in tags:
         seen[check_text("tag", tag, MAX_TAG_CHARS).lower()] = None

@@ -8,6 +8,7 @@ does the work on one pair, on the NPC's components through the other services.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 from collections import Counter
 
 from npc_memory.components import NpcHandle, TriggerContext
@@ -198,8 +199,12 @@ class MaintenanceService:
                 source_episodes=tuple(m.id for m in episodes),
                 scope=scope,
             )
-            pattern = consolidation_rules.habit(cluster, self.player_name(player), self.templates)
-            if pattern is not None:
+        except (MemoryCapacityError, PrivacyError):
+            return  # nothing stored: the episodes stay for a later cycle
+        pattern = consolidation_rules.habit(cluster, self.player_name(player), self.templates)
+        if pattern is not None:
+            # The summary is stored: the episodes are consolidated whether or not the habit fits.
+            with contextlib.suppress(MemoryCapacityError, PrivacyError):
                 self.memories.remember(
                     handle,
                     player,
@@ -210,7 +215,5 @@ class MaintenanceService:
                     trigger=TriggerContext(time_of_day=cluster.habit_time),
                     scope=scope,
                 )
-        except (MemoryCapacityError, PrivacyError):
-            return
         consolidated = {m.id for m in episodes if not m.locked}
         pair.episodic[:] = [m for m in pair.episodic if m.id not in consolidated]

@@ -20,7 +20,7 @@ class Resolver:
         """The NPC ``ref`` names: live, or with ``stored`` a read-only stored one."""
         registry = self.state.registry
         entity = registry.by_key.get(ref) if isinstance(ref, str) else ref
-        live = registry.npcs.get(entity) if isinstance(entity, int) else None
+        live = registry.npcs.get(entity) if type(entity) is int else None
         if live is not None:
             return live
         handle = self._stored(ref) if stored else None
@@ -34,7 +34,7 @@ class Resolver:
         """The player ``ref`` names: live, or with ``stored`` a read-only stored one."""
         registry = self.state.registry
         entity = registry.by_key.get(ref) if isinstance(ref, str) else ref
-        live = registry.players.get(entity) if isinstance(entity, int) else None
+        live = registry.players.get(entity) if type(entity) is int else None
         if live is not None:
             return live
         handle = self._stored(ref) if stored else None
