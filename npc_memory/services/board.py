@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import random
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,7 +57,7 @@ class GossipBoard:
     listener_weight: Callable[[str], float]
     has_news: Callable[[str], bool]
     members: dict[str, set[str]] = field(default_factory=dict)
-    dirty: dict[str, None] = field(default_factory=dict)
+    dirty: OrderedDict[str, None] = field(default_factory=OrderedDict)
     """Rooms to rebuild, oldest change first (an ordered set: deterministic)."""
     rooms: dict[str, _Room] = field(default_factory=dict)
     active: list[str] = field(default_factory=list)
@@ -102,8 +103,7 @@ class GossipBoard:
         while self.dirty:
             if rebuilt and deadline is not None and time.perf_counter() > deadline:
                 return
-            room = next(iter(self.dirty))
-            del self.dirty[room]
+            room, _ = self.dirty.popitem(last=False)
             rebuilt += 1
             self._rebuild(room)
 

@@ -25,6 +25,7 @@ class KnowledgeService:
         self.state = state
         self.relationships = relationships
         self.indexes: dict[str, knowledge_rules.FactIndex] = {}
+        self.weight_floor = state.pack.knowledge.gossip_weight_floor
         self.board = GossipBoard(
             teller_weight=self.teller_weight, listener_weight=self.listener_weight, has_news=self.has_news
         )
@@ -247,11 +248,11 @@ class KnowledgeService:
     def teller_weight(self, key: str) -> float:
         """How likely an NPC is to tell: sociability × gossip drive, plus the pack's floor."""
         traits = self._npc(key).traits
-        return traits.sociability * traits.gossip_drive + self.state.pack.knowledge.gossip_weight_floor
+        return traits.sociability * traits.gossip_drive + self.weight_floor
 
     def listener_weight(self, key: str) -> float:
         """How likely an NPC is to be told: sociability, plus the pack's floor."""
-        return self._npc(key).traits.sociability + self.state.pack.knowledge.gossip_weight_floor
+        return self._npc(key).traits.sociability + self.weight_floor
 
     def has_news(self, key: str) -> bool:
         """Whether an NPC has anything it would pass on."""
