@@ -1,7 +1,7 @@
-"""Acceptance tests of the architecture refactor (issue 10): deferred events that never lose
-state (problem 1), components as the truth (2), open conversations in components (4), a
-fixed step for ``esper.process()`` (6), a store without ``fcntl`` (7), and a property over
-random facade calls with raising handlers."""
+"""The plugin's architecture as a game sees it: deferred events that never lose state,
+components as the truth, open conversations in components, a fixed step for
+``esper.process()``, a store without ``fcntl``, and a property over random facade calls
+with raising handlers."""
 
 from __future__ import annotations
 
@@ -55,10 +55,8 @@ def ticks_ignoring_handler_errors(world: str, n: int) -> None:
 
 
 def standing_of(plugin: npc_memory.MemoryPlugin) -> Callable[[str, str], float]:
-    """``plugin.query.standing`` (new in the refactor), or a failed assertion saying it is missing."""
-    standing = getattr(plugin.query, "standing", None)
-    assert standing is not None, "plugin.query.standing(faction, player) does not exist"
-    return standing
+    """``plugin.query.standing``."""
+    return plugin.query.standing
 
 
 def failing(exc: Exception) -> Callable[[Any], None]:
@@ -68,11 +66,11 @@ def failing(exc: Exception) -> Callable[[Any], None]:
     return handler
 
 
-# ---------------------------------------------------------------- problem 1: deferred events
+# ---------------------------------------------------------------- deferred events
 
 
 def test_a_raising_extraction_handler_loses_no_conversation(village: Village) -> None:
-    """Problem 1: a MemoriesExtracted handler that always raises does not lose the other
+    """A MemoriesExtracted handler that always raises does not lose the other
     results of the tick: every conversation is extracted once and its memories are kept."""
     p = village.plugin
     calls: list[MemoriesExtracted] = []
@@ -95,7 +93,7 @@ def test_a_raising_extraction_handler_loses_no_conversation(village: Village) ->
 
 
 def test_a_raising_threshold_handler_leaves_the_faction_standing_consistent(village: Village) -> None:
-    """Problem 1: a Hostile handler raises; the relationship change stays applied and the
+    """A Hostile handler raises; the relationship change stays applied and the
     faction standing (new ``query.standing``) is the mean disposition of the faction's NPCs."""
     p = village.plugin
     p.add_npc(key="pell", name="Pell", archetype="guard", room="barracks")  # guards: brandt and pell
@@ -127,7 +125,7 @@ def test_a_raising_threshold_handler_leaves_the_faction_standing_consistent(vill
 
 
 def test_end_conversation_with_a_raising_handler_still_ends_and_queues(village: Village) -> None:
-    """Problem 1: end_conversation raises EventHandlerError for a raising handler, yet the
+    """end_conversation raises EventHandlerError for a raising handler, yet the
     conversation was ended, summarised and queued; handlers saw the completed change."""
     p = village.plugin
     pending_seen_by_handler: list[list[str]] = []
@@ -155,13 +153,10 @@ def test_end_conversation_with_a_raising_handler_still_ends_and_queues(village: 
 
 
 def test_event_errors_log_instead_of_raising(caplog: pytest.LogCaptureFixture) -> None:
-    """Problem 1: with ``install(..., event_errors="log")`` handler errors (from a facade call
+    """With ``install(..., event_errors="log")`` handler errors (from a facade call
     and from a tick) are logged on 'npc_memory.events' and nothing is raised."""
     caplog.set_level(logging.DEBUG, logger="npc_memory.events")
-    try:
-        p = npc_memory.install(world="t", event_errors="log")
-    except TypeError as exc:
-        pytest.fail(f"install() does not accept event_errors='log': {exc}")
+    p = npc_memory.install(world="t", event_errors="log")
     p.add_npc(key="hilda", name="Hilda", archetype="blacksmith", room="forge")
     p.add_player(key="alice", name="Alice", faction="adventurers", room="forge")
     p.on(Hostile, failing(RuntimeError("hostile handler failed")))
@@ -179,7 +174,7 @@ def test_event_errors_log_instead_of_raising(caplog: pytest.LogCaptureFixture) -
 
 
 def test_event_handler_error_is_an_exception_group(village: Village) -> None:
-    """Problem 1: EventHandlerError is an ExceptionGroup and an NpcMemoryError holding every
+    """EventHandlerError is an ExceptionGroup and an NpcMemoryError holding every
     handler's error; the other handlers still run and ``except* RuntimeError`` catches it."""
     p = village.plugin
     p.add_npc(key="pell", name="Pell", archetype="guard", room="barracks")
@@ -211,7 +206,7 @@ def test_event_handler_error_is_an_exception_group(village: Village) -> None:
     assert p.query.trust("pell", "alice") < 0.2
 
 
-# ---------------------------------------------------------------- problem 2: components are the truth
+# ---------------------------------------------------------------- components are the truth
 
 
 def write_rooms(world: str, rooms: dict[str, str]) -> None:
@@ -223,7 +218,7 @@ def write_rooms(world: str, rooms: dict[str, str]) -> None:
 
 
 def test_observe_follows_location_written_by_the_game(village: Village) -> None:
-    """Problem 2: after the game writes ``Location.room``, observe() finds the NPC in its new
+    """After the game writes ``Location.room``, observe() finds the NPC in its new
     room and not in its old one, with no tick in between and after a tick."""
     p = village.plugin
     write_rooms("test", {"hilda": "market"})
@@ -240,7 +235,7 @@ def test_observe_follows_location_written_by_the_game(village: Village) -> None:
 
 
 def test_gossip_follows_location_written_by_the_game(village: Village) -> None:
-    """Problem 2: two NPCs brought into one room only by writing ``Location.room`` gossip."""
+    """Two NPCs brought into one room only by writing ``Location.room`` gossip."""
     p = village.plugin
     write_rooms("test", {"hilda": "tavern", "brandt": "tavern"})
     p.learn_fact("hilda", "The mayor hides gold under the old well", tags=["secret"], importance=0.9)
@@ -253,7 +248,7 @@ def test_gossip_follows_location_written_by_the_game(village: Village) -> None:
 
 
 def test_relationship_and_identity_fields_are_read_only(village: Village) -> None:
-    """Problem 2: relationship fields and ``Identity.key`` cannot be written by the game."""
+    """Relationship fields and ``Identity.key`` cannot be written by the game."""
     p = village.plugin
     p.adjust_relationship("hilda", "alice", trust=0.1)
     trust = p.query.trust("hilda", "alice")
@@ -267,11 +262,11 @@ def test_relationship_and_identity_fields_are_read_only(village: Village) -> Non
     assert p.key(village.hilda) == "hilda" and p.entity("hilda") == village.hilda
 
 
-# ---------------------------------------------------------------- problem 4: open conversations
+# ---------------------------------------------------------------- open conversations
 
 
 def test_an_open_conversation_survives_a_restart(tmp_path: Path) -> None:
-    """Problem 4: lines of a conversation not yet ended are saved with the store and come
+    """Lines of a conversation not yet ended are saved with the store and come
     back after uninstall and install: in the prompt, and ending it extracts memories."""
     store = tmp_path / "store"
     p = npc_memory.install(world="test", store=store)
@@ -297,11 +292,11 @@ def test_an_open_conversation_survives_a_restart(tmp_path: Path) -> None:
     assert "helpful" in memories[0].tags
 
 
-# ---------------------------------------------------------------- problem 6: fixed step
+# ---------------------------------------------------------------- fixed step
 
 
 def test_process_without_dt_advances_one_fixed_step() -> None:
-    """Problem 6: ``esper.process()`` with no dt advances 1/60 real second × time_scale."""
+    """``esper.process()`` with no dt advances 1/60 real second × time_scale."""
     p = npc_memory.install(world="t", time_scale=60)
     with in_world("t"):
         esper.process()
@@ -312,11 +307,8 @@ def test_process_without_dt_advances_one_fixed_step() -> None:
 
 
 def test_fixed_step_is_configurable() -> None:
-    """Problem 6: ``install(..., fixed_step=0.5)`` makes ``esper.process()`` advance 0.5 × time_scale."""
-    try:
-        p = npc_memory.install(world="t", time_scale=10, fixed_step=0.5)
-    except TypeError as exc:
-        pytest.fail(f"install() does not accept fixed_step: {exc}")
+    """``install(..., fixed_step=0.5)`` makes ``esper.process()`` advance 0.5 × time_scale."""
+    p = npc_memory.install(world="t", time_scale=10, fixed_step=0.5)
     with in_world("t"):
         esper.process()
         esper.process()
@@ -327,12 +319,9 @@ def test_fixed_step_is_configurable() -> None:
 
 
 def test_without_fixed_step_process_needs_a_dt() -> None:
-    """Problem 6: with ``fixed_step=None``, ``esper.process()`` without dt raises
+    """With ``fixed_step=None``, ``esper.process()`` without dt raises
     InvalidArgumentError naming dt; ``esper.process(0.25)`` still works."""
-    try:
-        p = npc_memory.install(world="t", time_scale=4, fixed_step=None)
-    except TypeError as exc:
-        pytest.fail(f"install() does not accept fixed_step: {exc}")
+    p = npc_memory.install(world="t", time_scale=4, fixed_step=None)
     with in_world("t"), pytest.raises(npc_memory.InvalidArgumentError, match="dt"):
         esper.process()
     assert p.clock.now == 0.0
@@ -341,11 +330,11 @@ def test_without_fixed_step_process_needs_a_dt() -> None:
     assert p.clock.now == pytest.approx(1.0)
 
 
-# ---------------------------------------------------------------- problem 7: no fcntl
+# ---------------------------------------------------------------- no fcntl
 
 
 def test_import_and_store_lock_without_fcntl(tmp_path: Path) -> None:
-    """Problem 7: with no ``fcntl`` module (Windows) npc_memory imports, a store opens, and a
+    """With no ``fcntl`` module (Windows) npc_memory imports, a store opens, and a
     second open of the same directory raises StoreLockedError."""
     script = textwrap.dedent(
         """
@@ -416,7 +405,7 @@ operations = st.one_of(
 def test_raising_handlers_never_lose_or_half_apply_state(
     ops: list[tuple[Any, ...]], raise_pattern: list[bool], seed: int
 ) -> None:
-    """Problems 1 and 2 together: random facade calls and ticks with a handler on every event
+    """Random facade calls and ticks with a handler on every event
     that raises on a drawn subset. Afterwards each faction's standing is the mean disposition of
     its NPCs, every queued conversation was extracted exactly once, and memory ids are unique."""
     p = npc_memory.install(world="prop", seed=seed)

@@ -1,5 +1,4 @@
-"""Acceptance tests of the architecture refactor (issue 10): esper's own entity lifecycle
-(problem 3) and NPCs and players that are stored but not loaded (problem 5)."""
+"""Esper's own entity lifecycle, and NPCs and players that are stored but not loaded."""
 
 from __future__ import annotations
 
@@ -62,7 +61,7 @@ def store_of(tmp_path: Path, with_store: bool) -> Path | None:
 STORES = [pytest.param(True, id="store"), pytest.param(False, id="memory-only")]
 
 
-# ---------------------------------------------------------------- problem 3: esper's lifecycle
+# ---------------------------------------------------------------- esper's lifecycle
 
 
 @pytest.mark.parametrize("with_store", STORES)
@@ -70,7 +69,7 @@ STORES = [pytest.param(True, id="store"), pytest.param(False, id="memory-only")]
 def test_an_npc_entity_deleted_in_esper_is_noticed_within_a_tick(
     tmp_path: Path, with_store: bool, immediate: bool
 ) -> None:
-    """Problem 3: an NPC's entity deleted with esper.delete_entity (immediate, or deferred
+    """An NPC's entity deleted with esper.delete_entity (immediate, or deferred
     and then a tick) is kept as remove() would keep it, its key freed, and it comes back."""
     before = setup_world(store_of(tmp_path, with_store))
     p = before.plugin
@@ -86,7 +85,7 @@ def test_an_npc_entity_deleted_in_esper_is_noticed_within_a_tick(
 
 @pytest.mark.parametrize("with_store", STORES)
 def test_a_player_entity_deleted_in_esper_is_noticed_within_a_tick(tmp_path: Path, with_store: bool) -> None:
-    """Problem 3: a player's entity deleted with a deferred esper.delete_entity is noticed
+    """A player's entity deleted with a deferred esper.delete_entity is noticed
     by the next tick: its key is freed and kept, and re-adding it works."""
     before = setup_world(store_of(tmp_path, with_store))
     p = before.plugin
@@ -102,7 +101,7 @@ def test_a_player_entity_deleted_in_esper_is_noticed_within_a_tick(tmp_path: Pat
 
 @pytest.mark.parametrize("with_store", STORES)
 def test_a_key_is_reusable_right_after_an_immediate_delete(tmp_path: Path, with_store: bool) -> None:
-    """Problem 3: right after esper.delete_entity(e, immediate=True), with no tick, adding
+    """Right after esper.delete_entity(e, immediate=True), with no tick, adding
     the key again on a new entity succeeds and brings the NPC's memories back."""
     before = setup_world(store_of(tmp_path, with_store))
     p = before.plugin
@@ -120,7 +119,7 @@ def test_a_key_is_reusable_right_after_an_immediate_delete(tmp_path: Path, with_
 
 @pytest.mark.parametrize("with_store", STORES)
 def test_clear_database_is_noticed_and_everyone_comes_back(tmp_path: Path, with_store: bool) -> None:
-    """Problem 3: after esper.clear_database() in the plugin's world and a tick, no NPC or
+    """After esper.clear_database() in the plugin's world and a tick, no NPC or
     player is live; re-adding their keys (on entity ids esper hands out again) restores
     memories and relationships."""
     before = setup_world(store_of(tmp_path, with_store))
@@ -141,7 +140,7 @@ def test_clear_database_is_noticed_and_everyone_comes_back(tmp_path: Path, with_
     assert p.query.has_met("hilda", "alice")
 
 
-# ---------------------------------------------------------------- problem 5: stored, not loaded
+# ---------------------------------------------------------------- stored, not loaded
 
 
 def hilda_remembers_a_theft(store: Path) -> tuple[npc_memory.MemoryPlugin, str, float]:
@@ -166,7 +165,7 @@ def assert_hilda_still_knows_bram(p: npc_memory.MemoryPlugin, memory_id: str, tr
 
 
 def test_a_removed_player_can_still_be_asked_about(tmp_path: Path) -> None:
-    """Problem 5: after remove("bram") the player is only in the store; Hilda's memories of
+    """After remove("bram") the player is only in the store; Hilda's memories of
     him and her relationship with him can still be read by his key."""
     p, memory_id, trust = hilda_remembers_a_theft(tmp_path / "store")
     p.remove("bram")
@@ -175,7 +174,7 @@ def test_a_removed_player_can_still_be_asked_about(tmp_path: Path) -> None:
 
 
 def test_a_player_not_added_after_a_restart_can_be_asked_about(tmp_path: Path) -> None:
-    """Problem 5: after save, uninstall and install, with only Hilda added back, Bram (stored,
+    """After save, uninstall and install, with only Hilda added back, Bram (stored,
     not loaded) can be asked about by key."""
     store = tmp_path / "store"
     p, memory_id, trust = hilda_remembers_a_theft(store)
@@ -188,7 +187,7 @@ def test_a_player_not_added_after_a_restart_can_be_asked_about(tmp_path: Path) -
 
 
 def test_an_npc_only_in_the_store_can_be_read(tmp_path: Path) -> None:
-    """Problem 5: after remove("hilda") her memories are still readable by her key."""
+    """After remove("hilda") her memories are still readable by her key."""
     p = npc_memory.install(world="test", pack="village", store=tmp_path / "store", seed=1)
     p.add_npc(key="hilda", name="Hilda", archetype="blacksmith", room="forge")
     p.add_player(key="alice", name="Alice", faction="adventurers", room="forge")
@@ -199,7 +198,7 @@ def test_an_npc_only_in_the_store_can_be_read(tmp_path: Path) -> None:
 
 
 def test_a_stored_only_player_can_be_forgotten_by_key(tmp_path: Path) -> None:
-    """Problem 5: remove("bram", forget=True) deletes a player that is only in the store, for
+    """remove("bram", forget=True) deletes a player that is only in the store, for
     good (also after a restart); a key neither live nor stored still raises UnknownEntityError."""
     store = tmp_path / "store"
     p, _, _ = hilda_remembers_a_theft(store)

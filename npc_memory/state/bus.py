@@ -79,10 +79,6 @@ class EventBus:
         self._subscriptions.clear()
         self._by_type.clear()
 
-    def has_subscribers(self, event_type: type[Event]) -> bool:
-        """Whether any handler would receive an event of ``event_type``."""
-        return bool(self._handlers(event_type))
-
     def publish(self, event: Event) -> list[Exception]:
         """Deliver ``event`` to its handlers in subscription order; returns what they raised."""
         errors: list[Exception] = []
