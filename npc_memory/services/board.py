@@ -40,6 +40,7 @@ class _Room:
     listeners: list[str] = field(default_factory=list)
     listener_weights: list[float] = field(default_factory=list)
     misses: dict[str, int] = field(default_factory=dict)
+    teller_set: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -66,10 +67,33 @@ class GossipBoard:
     rebuilds: int = 0
 
     def enter(self, npc: str, room: str | None) -> None:
-        """``npc`` is now in ``room``."""
-        if room is not None:
-            self.members.setdefault(room, set()).add(npc)
+        """``npc`` is now in ``room``: added to the room's draws at once when the room is
+        active (O(1)), else the room is checked at the next refresh."""
+        if room is None:
+            return
+        self.members.setdefault(room, set()).add(npc)
+        built = self.rooms.get(room)
+        if built is None or room in self.dirty:
             self.dirty[room] = None
+            return
+        built.listeners.append(npc)
+        built.listener_weights.append(built.listener_weights[-1] + self.listener_weight(npc))
+        self.news(npc, room)
+
+    def news(self, npc: str, room: str | None) -> None:
+        """``npc`` in ``room`` learned something: it can tell in the room's draws at once
+        (O(1) when the room is active), else the room is checked at the next refresh."""
+        if room is None:
+            return
+        built = self.rooms.get(room)
+        if built is None or room in self.dirty:
+            self.dirty[room] = None
+            return
+        if npc not in built.teller_set and self.has_news(npc):
+            built.tellers.append(npc)
+            built.teller_set.add(npc)
+            built.teller_weights.append(built.teller_weights[-1] + self.teller_weight(npc))
+            self._most_tellers = max(self._most_tellers, len(built.tellers))
 
     def leave(self, npc: str, room: str | None) -> None:
         """``npc`` left ``room``: it is out of the room's draws at once (O(room)), even
@@ -77,22 +101,22 @@ class GossipBoard:
         if room is None or room not in self.members:
             return
         self.members[room].discard(npc)
-        self.dirty[room] = None
         built = self.rooms.get(room)
         if built is None:
             return
         if npc in built.listeners:
             built.listeners.remove(npc)
             built.listener_weights = _cumulate([self.listener_weight(n) for n in built.listeners])
-        if npc in built.tellers:
+        if npc in built.teller_set:
             built.tellers.remove(npc)
+            built.teller_set.discard(npc)
             built.teller_weights = _cumulate([self.teller_weight(n) for n in built.tellers])
         if not built.tellers or len(built.listeners) < 2:
             self.rooms.pop(room, None)
             self._deactivate(room)
 
     def touch(self, room: str | None) -> None:
-        """An occupant of ``room`` learned or forgot something."""
+        """Something changed in ``room`` that needs a rebuild (an occupant forgot facts)."""
         if room is not None:
             self.dirty[room] = None
 
@@ -120,6 +144,7 @@ class GossipBoard:
             teller_weights=_cumulate([self.teller_weight(n) for n in tellers]),
             listeners=occupants,
             listener_weights=_cumulate([self.listener_weight(n) for n in occupants]),
+            teller_set=set(tellers),
         )
         self._most_tellers = max(self._most_tellers, len(tellers))
         if room not in self._position:
@@ -153,8 +178,8 @@ class GossipBoard:
         room.misses[teller] = room.misses.get(teller, 0) + 1
         if room.misses[teller] < limit:
             return
-        position = room.tellers.index(teller)
-        del room.tellers[position]
+        room.tellers.remove(teller)
+        room.teller_set.discard(teller)
         room.teller_weights = _cumulate([self.teller_weight(n) for n in room.tellers])
         if not room.tellers:
             self.rooms.pop(room_name, None)

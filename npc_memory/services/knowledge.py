@@ -127,7 +127,7 @@ class KnowledgeService:
         if outcome.stored is None:
             return None
         npc.knowledge.next_id += 1
-        self.board.touch(npc.location.room)
+        self.board.news(key, npc.location.room)
         self.state.mark(key)
         stored = outcome.stored
         event_type = SecretLearned if "secret" in stored.tags else FactLearned
