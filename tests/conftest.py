@@ -3,14 +3,18 @@ a clean 'default' world with no plugin installed, and leaves it that way."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import esper
 import pytest
 
 import npc_memory
 from npc_memory.plugin import _INSTALLED
+
+from .fake_anthropic import FakeMessagesAPI
 
 
 def tick(world: str, n: int = 1, dt: float = 1.0) -> None:
@@ -67,3 +71,21 @@ def village(plugin: npc_memory.MemoryPlugin) -> Village:
         alice=plugin.add_player(key="alice", name="Alice", faction="adventurers", room="forge"),
         bram=plugin.add_player(key="bram", name="Bram", faction="thieves", room="market"),
     )
+
+
+@pytest.fixture
+def no_anthropic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No ANTHROPIC_* variable and no user configuration reach the SDK."""
+    for name in list(os.environ):
+        if name.startswith("ANTHROPIC_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "no-anthropic-config"))
+
+
+@pytest.fixture
+def api() -> Iterator[FakeMessagesAPI]:
+    """A fake Messages API on 127.0.0.1 (an ephemeral port), stopped afterwards."""
+    server = FakeMessagesAPI()
+    server.start()
+    yield server
+    server.stop()

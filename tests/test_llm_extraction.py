@@ -5,10 +5,9 @@ and ticks that never wait on the network. No network, no real key."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import esper
@@ -22,21 +21,7 @@ from npc_memory.llm.budget import PRICES, BreakerState
 
 from .fake_anthropic import FakeMessagesAPI, Reply, memory, message
 
-
-@pytest.fixture(autouse=True)
-def no_anthropic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    for name in list(os.environ):
-        if name.startswith("ANTHROPIC_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "no-anthropic-config"))
-
-
-@pytest.fixture
-def api() -> Iterator[FakeMessagesAPI]:
-    server = FakeMessagesAPI()
-    server.start()
-    yield server
-    server.stop()
+pytestmark = pytest.mark.usefixtures("no_anthropic_environment")
 
 
 def llm_pack(**llm: Any) -> npc_memory.Pack:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -55,20 +54,7 @@ MESSAGES = [{"role": "user", "content": "Do you remember me?"}]
 overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
 
 
-@pytest.fixture(autouse=True)
-def no_anthropic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    for name in list(os.environ):
-        if name.startswith("ANTHROPIC_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "no-anthropic-config"))
-
-
-@pytest.fixture
-def api() -> Iterator[FakeMessagesAPI]:
-    server = FakeMessagesAPI()
-    server.start()
-    yield server
-    server.stop()
+pytestmark = pytest.mark.usefixtures("no_anthropic_environment")
 
 
 Open = Callable[..., tuple[LLMGateway, AnthropicExtractor]]
