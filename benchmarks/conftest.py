@@ -9,7 +9,7 @@ import pytest
 
 import npc_memory
 from npc_memory import SECONDS_PER_DAY
-from npc_memory.plugin import _INSTALLED
+from npc_memory.installation import _INSTALLED
 
 
 def uninstall_all() -> None:

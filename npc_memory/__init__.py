@@ -31,15 +31,13 @@ from npc_memory.errors import (
     UnknownEntityError,
     VersionConflictError,
 )
+from npc_memory.installation import get_plugin, install, uninstall
 from npc_memory.llm import Reply
 from npc_memory.plugin import (
     ConversationEnded,
     MemoryPlugin,
     PromptMessages,
     Ref,
-    get_plugin,
-    install,
-    uninstall,
 )
 from npc_memory.query import MemoryQuery
 from npc_memory.state import Subscription

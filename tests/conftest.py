@@ -12,7 +12,7 @@ import esper
 import pytest
 
 import npc_memory
-from npc_memory.plugin import _INSTALLED
+from npc_memory.installation import _INSTALLED
 
 from .fake_anthropic import FakeMessagesAPI
 

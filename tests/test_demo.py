@@ -6,7 +6,7 @@ import esper
 
 from npc_memory import Stage
 from npc_memory.demo import run_village
-from npc_memory.plugin import _INSTALLED
+from npc_memory.installation import _INSTALLED
 
 
 def test_same_seed_same_world_different_seed_different_world() -> None:

@@ -294,7 +294,7 @@ def test_the_extractor_reads_the_sdk_environment(api: FakeMessagesAPI, monkeypat
 def test_install_rejects_a_wrong_llm_object() -> None:
     with pytest.raises(npc_memory.InvalidArgumentError, match="AnthropicExtractor"):
         npc_memory.install(world="llm", llm="claude")  # type: ignore[arg-type]
-    assert "llm" not in npc_memory.plugin._INSTALLED
+    assert "llm" not in npc_memory.installation._INSTALLED
 
 
 def old_trades(plugin: npc_memory.MemoryPlugin, n: int = 3) -> None:

@@ -235,7 +235,7 @@ def test_save_raises_when_the_store_fails(tmp_path: Path) -> None:
         plugin.save()
     with pytest.raises(StoreError, match="disk full"):
         npc_memory.uninstall("w")
-    assert not plugin.installed and "w" not in npc_memory.plugin._INSTALLED
+    assert not plugin.installed and "w" not in npc_memory.installation._INSTALLED
 
 
 def test_save_without_a_store_is_a_no_op() -> None:

@@ -74,7 +74,7 @@ def test_one_owner_at_a_time(tmp_path: Path) -> None:
         TinyDBStore(tmp_path / "v.db")
     with pytest.raises(StoreLockedError):
         npc_memory.install(world="second", store=tmp_path / "v.db")
-    assert "second" not in npc_memory.plugin._INSTALLED
+    assert "second" not in npc_memory.installation._INSTALLED
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(1) as pool:
         assert "in use" in pool.apply(_try_open, (str(tmp_path / "v.db"),))
@@ -122,7 +122,7 @@ def test_damage_names_the_file_and_the_problem(tmp_path: Path, damage: object, p
     store.close()
     with pytest.raises(StoreCorruptError):
         npc_memory.install(world="v", store=tmp_path / "v.db")
-    assert "v" not in npc_memory.plugin._INSTALLED
+    assert "v" not in npc_memory.installation._INSTALLED
     TinyDBStore(tmp_path / "v.db").close()  # the failed install released the lock
 
 

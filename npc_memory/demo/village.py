@@ -23,7 +23,8 @@ from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import Stage, Valence
 from npc_memory.errors import StoreError
 from npc_memory.events import Event, RelationshipStageChanged, RelationshipThresholdCrossed
-from npc_memory.plugin import MemoryPlugin, install, uninstall
+from npc_memory.installation import install, uninstall
+from npc_memory.plugin import MemoryPlugin
 from npc_memory.store.tinydb_store import is_store
 
 ROOMS = ("forge", "tavern", "market", "barracks", "gate", "fields", "temple")
