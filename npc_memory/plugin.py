@@ -13,7 +13,7 @@ import functools
 import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import esper
 
@@ -100,9 +100,6 @@ from npc_memory.systems.extraction import ExtractionSystem
 from npc_memory.systems.gossip import GossipSystem
 from npc_memory.systems.lifecycle import LifecycleSystem
 from npc_memory.systems.snapshot import SnapshotSystem
-
-if TYPE_CHECKING:
-    pass
 
 E = TypeVar("E", bound=Event)
 F = TypeVar("F", bound=Callable[..., Any])
