@@ -1,5 +1,6 @@
 """The plugin with a store: what is saved comes back exactly, snapshots are budgeted
-and incremental, the tick never waits on the disk, failures are retried."""
+and incremental (patches), the tick never waits on the disk, failures are retried,
+and the oldest unsaved change is known."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from npc_memory.components import DIMENSIONS, TriggerContext
 from npc_memory.content import load_pack
 from npc_memory.errors import StoreError
 from npc_memory.events import Event, Hostile, SnapshotFailed
-from npc_memory.store import AuditEntry, EncodedDocument, Store, StoreContents, StoreMeta, TinyDBStore
+from npc_memory.services import persistence
+from npc_memory.store import AuditEntry, EncodedDocument, JournalStore, StoreContents, StoreMeta, TinyDBStore
+from npc_memory.store.records import MetaRecord, NpcPatch, Put, Record
 from npc_memory.store.tinydb_store import file_name
 from npc_memory.systems.snapshot import SnapshotSystem
 
@@ -181,21 +184,27 @@ def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path) 
         plugin.add_npc(key=f"npc{i}")
     tick("w", 9)  # before the interval: nothing written
     plugin.flush()
-    assert writes == []
-    tick("w", 1)  # interval reached: a round starts, 2 documents per tick
-    tick("w", 2)
-    plugin.flush()
-    assert writes == [["npc0", "npc1"], ["npc2", "npc3"], ["npc4"]]
+    assert writes == [] and store.metas == []
+    for _ in range(3):  # interval reached: a round starts, 2 documents per tick
+        tick("w", 1)
+        plugin.flush()
+    assert [len(batch) for batch in writes] == [2, 2, 1]
+    assert sorted(k for batch in writes for k in batch) == [f"npc{i}" for i in range(5)]
+    assert store.kinds == ["put"] * 5  # first writes are whole documents
     assert store.metas[-1].clock == 12.0 and store.metas[-1].snapshots == 1
-    # Only what changed is written in the next round.
+    # Only what changed is written in the next round, as a patch.
     plugin.remember("npc3", None, "rain")
     tick("w", 10)
     plugin.flush()
-    assert writes[3:] == [["npc3"]]
+    assert writes[3:] == [["npc3"]] and store.kinds[5:] == ["patch"]
+    npc_memory.uninstall("w")
+    restored = npc_memory.install(world="w", store=tmp_path / "w.db")
+    assert [m.content for m in restored.memories("npc3")] == ["rain"]
     npc_memory.uninstall("w")
 
 
-def test_the_tick_never_waits_for_the_disk(tmp_path: Path) -> None:
+def test_the_tick_never_waits_for_the_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(persistence, "MAX_BACKLOG", 3)
     gate = threading.Event()
     writes: list[list[str]] = []
     store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes, gate=gate)
@@ -205,7 +214,9 @@ def test_the_tick_never_waits_for_the_disk(tmp_path: Path) -> None:
     tick("w", 20)  # the store is blocked: ticks return regardless
     assert writes == []
     snapshot = next(p for p in plugin.processors if isinstance(p, SnapshotSystem))
-    assert snapshot.persistence.in_flight <= 4  # encoding pauses while the writer is behind
+    assert snapshot.persistence.backlog == 3  # capture pauses while the writer is behind
+    assert snapshot.persistence.round_active  # the rest of the round waits, coalescing changes
+    assert snapshot.persistence.oldest_unsaved(plugin.clock.now) >= 19.0
     gate.set()
     npc_memory.uninstall("w")  # flushes everything
     assert sorted(k for batch in writes for k in batch) == sorted(f"npc{i}" for i in range(12))
@@ -256,8 +267,10 @@ def test_remove_keeps_the_document_and_forget_deletes_it(tmp_path: Path) -> None
     plugin.remove("brandt", forget=True)
     npc_memory.uninstall("w")
     docs = tmp_path / "w.db" / "docs"
-    assert (docs / file_name("hilda")).exists() and not (docs / file_name("brandt")).exists()
     store = TinyDBStore(tmp_path / "w.db")
+    assert sorted(store.load().documents) == ["alice", "hilda"]
+    store.checkpoint()
+    assert (docs / file_name("hilda")).exists() and not (docs / file_name("brandt")).exists()
     assert [(e.action, e.target) for e in store.audit()] == [("forget", "brandt")]
     store.close()
     plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
@@ -293,25 +306,39 @@ def test_the_demo_resumes_from_its_store(tmp_path: Path) -> None:
 
 
 class RecordingStore:
-    """A real store with a gate and a failure switch in front of it (test plumbing)."""
+    """A real store with a gate and a failure switch in front of its journal (test
+    plumbing): ``writes`` gets the document keys of each append, ``kinds`` their
+    record types, ``metas`` the metadata written."""
 
     def __init__(self, inner: TinyDBStore, writes: list[list[str]], gate: threading.Event | None = None, fail: int = 0) -> None:
         self.inner, self.writes, self.gate, self.fail = inner, writes, gate, fail
         self.metas: list[StoreMeta] = []
+        self.kinds: list[str] = []
 
     def load(self) -> StoreContents:
         return self.inner.load()
 
-    def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
+    def reserve_lsn(self) -> int:
+        return self.inner.reserve_lsn()
+
+    def append(self, records: Iterable[Record]) -> int:
         if self.gate is not None:
             self.gate.wait(timeout=30)
         if self.fail:
             self.fail -= 1
             raise OSError("disk full")
+        batch = list(records)
+        documents = [r for r in batch if isinstance(r, (Put, NpcPatch))]
         if documents:
-            self.writes.append([d.key for d in documents])
-        if meta is not None:
-            self.metas.append(meta)
+            self.writes.append([r.key for r in documents])
+            self.kinds += ["put" if isinstance(r, Put) else "patch" for r in documents]
+        self.metas += [r.meta for r in batch if isinstance(r, MetaRecord)]
+        return self.inner.append(batch)
+
+    def maintain(self, deadline: float) -> bool:
+        return self.inner.maintain(deadline)
+
+    def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
         self.inner.write(documents, meta)
 
     def delete(self, keys: Iterable[str]) -> None:
@@ -333,7 +360,7 @@ class RecordingStore:
         self.inner.close()
 
 
-def test_recording_store_is_a_store(tmp_path: Path) -> None:
+def test_recording_store_is_a_journal_store(tmp_path: Path) -> None:
     store = RecordingStore(TinyDBStore(tmp_path / "x.db"), [])
-    assert isinstance(store, Store)
+    assert isinstance(store, JournalStore)
     store.close()
