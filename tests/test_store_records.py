@@ -32,7 +32,7 @@ from npc_memory.store.records import (
     NpcPatch,
     apply_list_edit,
     apply_patch,
-    capture_document,
+    capture_npc,
     diff,
     document_of_capture,
     list_edit,
@@ -142,11 +142,12 @@ def mutate(rng: random.Random, doc: NpcDocument) -> None:
         doc.traits = NpcTraits(archetype=doc.archetype, sociability=rng.random())
 
 
-def capture(doc: NpcDocument, at: float) -> NpcCapture:
-    captured = capture_document(doc)
-    assert isinstance(captured, NpcCapture)
-    captured.saved_at = at
-    return captured
+def capture(doc: NpcDocument, at: float, last: NpcCapture | None = None) -> NpcCapture:
+    """As the tick captures a live NPC (taking unchanged containers from ``last``)."""
+    return capture_npc(
+        doc.key, doc.name, doc.faction, doc.archetype, doc.room, doc.traits, doc.bank,
+        doc.relationships, doc.working, doc.knowledge, at, last,
+    )
 
 
 def fresh(capture_: NpcCapture) -> NpcDocument:
@@ -165,7 +166,8 @@ def test_a_patch_turns_the_base_into_the_new_document_exactly(seed: int, rounds:
     for round_ in range(1, rounds + 1):
         for _ in range(changes):
             mutate(rng, live)
-        new = capture(live, float(round_))
+        new = capture(live, float(round_), last=base)
+        assert new == capture(live, float(round_))  # taking containers from the last capture changes nothing
         patch = diff(base, new, lsn=round_ + 1, base_lsn=round_)
         if patch is None:
             assert document_of_capture(new) == msgspec.structs.replace(document_of_capture(base), saved_at=new.saved_at)
@@ -199,6 +201,21 @@ def test_a_patch_carries_only_what_changed() -> None:
 def test_nothing_changed_is_no_patch() -> None:
     live = document()
     assert diff(capture(live, 0.0), capture(live, 5.0), lsn=2, base_lsn=1) is None
+
+
+def test_a_capture_shares_the_unchanged_containers_of_the_last_one() -> None:
+    live = document(players=3)
+    first = capture(live, 0.0)
+    live.knowledge.facts.append(fact())
+    live.bank.players["p1"].semantic.append(memory("semantic"))
+    second = capture(live, 1.0, last=first)
+    assert second.facts is not first.facts and second.facts == live.knowledge.facts
+    assert second.facts is not live.knowledge.facts  # a copy, never the live list
+    assert second.pairs["p0"] is first.pairs["p0"] and second.pairs["p1"] is not first.pairs["p1"]
+    assert second.relationships is first.relationships and second.world is first.world
+    assert second.working is first.working
+    third = capture(live, 2.0, last=second)
+    assert third.pairs is second.pairs and third.facts is second.facts
 
 
 @pytest.mark.parametrize(

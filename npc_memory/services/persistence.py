@@ -45,7 +45,7 @@ from npc_memory.store import (
     StoreMeta,
 )
 from npc_memory.store.documents import pack_rng_state
-from npc_memory.store.records import Capture, PlayerCapture, capture_document, capture_npc
+from npc_memory.store.records import Capture, NpcCapture, PlayerCapture, capture_document, capture_npc
 from npc_memory.store.writer import StoreWriter, WriteBatch
 
 log = logging.getLogger("npc_memory.snapshot")
@@ -136,6 +136,10 @@ class PersistenceService:
         the game time of the tick before the one that first saw it)."""
         self._unsettled: deque[tuple[int, float]] = deque()
         """(round, oldest change) of rounds taken and not yet on disk, oldest first."""
+        self._capture_cost = 0.0
+        """Recent wall seconds per capture (an exponential average), to stop in budget."""
+        self._last: dict[str, NpcCapture] = {}
+        """The latest capture of each NPC: the next one takes its unchanged containers."""
 
     @property
     def round_active(self) -> bool:
@@ -163,6 +167,7 @@ class PersistenceService:
         self.state.stored.pop(key, None)
         self.state.dirty.discard(key)
         self._round.discard(key)
+        self._last.pop(key, None)
         if self.writer is not None:
             self.state.deleted.add(key)
             self.audit("forget", key, actor)
@@ -200,6 +205,7 @@ class PersistenceService:
         """One tick's share of snapshot work: O(budget), never waits on the disk."""
         if self.writer is None:
             return
+        started = time.perf_counter()
         state = self.state
         now = state.clock.now
         self._settle()
@@ -210,7 +216,7 @@ class PersistenceService:
         if not self._round_active and now - self._last_round_start >= budgets.snapshot_interval:
             self._start_round(now)
         if self._round_active and self.writer.backlog < MAX_BACKLOG:
-            self._capture_slice(now)
+            self._capture_slice(now, started + budgets.snapshot_tick_ms / 1000.0)
 
     def save(self) -> None:
         """Write everything dirty now and wait until it is on disk; raises
@@ -283,18 +289,25 @@ class PersistenceService:
         self._round_active = True
         self._last_round_start = now
 
-    def _capture_slice(self, now: float) -> None:
-        budgets = self.state.pack.budgets
-        deadline = time.perf_counter() + budgets.snapshot_tick_ms / 1000.0
-        limit = budgets.snapshot_documents_per_tick
+    def _capture_slice(self, now: float, deadline: float) -> None:
+        """Capture round documents until the next one would pass ``deadline`` (judged
+        by the recent cost of a capture) or the count cap; at least one per tick."""
+        limit = self.state.pack.budgets.snapshot_documents_per_tick
         captures: list[Capture] = []
         pending = self._round
-        while pending and len(captures) < limit:
-            if captures and time.perf_counter() > deadline:
+        clock = time.perf_counter
+        start = at = clock()
+        taken = 0
+        while pending and taken < limit:
+            if taken and at + self._capture_cost > deadline:
                 break
             captured = self._capture(pending.pop(), now)
+            taken += 1
             if captured is not None:
                 captures.append(captured)
+            at = clock()
+        if taken:
+            self._capture_cost += ((at - start) / taken - self._capture_cost) * 0.25
         if pending:
             self._submit(captures)
         else:
@@ -307,7 +320,7 @@ class PersistenceService:
             return None if stored is None else capture_document(stored)
         identity = handle.identity
         if isinstance(handle, NpcHandle):
-            return capture_npc(
+            captured = self._last[key] = capture_npc(
                 identity.key,
                 identity.name,
                 handle.faction.faction,
@@ -319,7 +332,9 @@ class PersistenceService:
                 handle.working,
                 handle.knowledge,
                 now,
+                self._last.get(key),
             )
+            return captured
         return PlayerCapture(
             identity.key, identity.name, handle.faction.faction, handle.location.room, handle.profile, now
         )

@@ -59,7 +59,8 @@ V = TypeVar("V")
 
 
 class NpcCapture(msgspec.Struct):
-    """The state of one NPC's document at one instant, in containers of its own."""
+    """The state of one NPC's document at one instant, in containers of its own
+    (which may be shared with other captures of the NPC: captures are never changed)."""
 
     key: str
     name: str
@@ -68,17 +69,12 @@ class NpcCapture(msgspec.Struct):
     room: str | None
     traits: NpcTraits
     saved_at: float
-    world_episodic: list[EpisodicMemory]
-    world_semantic: list[SemanticMemory]
-    world_procedural: list[ProceduralMemory]
-    pairs: dict[str, tuple[list[EpisodicMemory], list[SemanticMemory], list[ProceduralMemory]]]
+    world: PairMemories
+    pairs: dict[str, PairMemories]
     next_id: int
     milestones: dict[str, int]
     relationships: dict[str, Relationship]
-    open: dict[str, list[Turn]]
-    recent: dict[str, list[ConversationSummary]]
-    conversations: dict[str, int]
-    extracted: list[str]
+    working: WorkingMemory
     facts: list[Fact]
     facts_next_id: int
 
@@ -109,9 +105,37 @@ def capture_npc(
     working: WorkingMemory,
     knowledge: KnowledgeBase,
     saved_at: float,
+    last: NpcCapture | None = None,
 ) -> NpcCapture:
-    """Copy the containers of an NPC's components (O(records) pointer copies)."""
-    world = bank.world
+    """Copy the containers of an NPC's components (pointer copies, no encoding).
+
+    Containers equal to those of ``last`` (an earlier capture of this NPC) are taken
+    from it instead of copied. Comparing containers of the same records checks
+    pointers in C (a pair, a relationship table, the working memory: one call each),
+    while a copy builds objects and touches every record's reference count."""
+    if last is None:
+        return NpcCapture(
+            key,
+            name,
+            faction,
+            archetype,
+            room,
+            traits,
+            saved_at,
+            _copy_pair(bank.world),
+            {p: _copy_pair(v) for p, v in bank.players.items()},
+            bank.next_id,
+            bank.milestones.copy(),
+            relationships.by_player.copy(),
+            WorkingMemory(
+                open={p: t[:] for p, t in working.open.items()},
+                recent={p: s[:] for p, s in working.recent.items()},
+                conversations=working.conversations.copy(),
+                extracted=working.extracted[:],
+            ),
+            knowledge.facts[:],
+            knowledge.next_id,
+        )
     return NpcCapture(
         key,
         name,
@@ -120,19 +144,58 @@ def capture_npc(
         room,
         traits,
         saved_at,
-        world.episodic[:],
-        world.semantic[:],
-        world.procedural[:],
-        {p: (v.episodic[:], v.semantic[:], v.procedural[:]) for p, v in bank.players.items()},
+        last.world if bank.world == last.world else _copy_pair(bank.world),
+        _pairs(bank.players, last.pairs),
         bank.next_id,
-        bank.milestones.copy(),
-        relationships.by_player.copy(),
-        {p: t[:] for p, t in working.open.items()},
-        {p: s[:] for p, s in working.recent.items()},
-        working.conversations.copy(),
-        working.extracted[:],
-        knowledge.facts[:],
+        _dict(bank.milestones, last.milestones),
+        _dict(relationships.by_player, last.relationships),
+        _working(working, last.working),
+        _list(knowledge.facts, last.facts),
         knowledge.next_id,
+    )
+
+
+def _copy_pair(pair: PairMemories) -> PairMemories:
+    return PairMemories(episodic=pair.episodic[:], semantic=pair.semantic[:], procedural=pair.procedural[:])
+
+
+def _list(live: list[T], last: list[T]) -> list[T]:
+    return last if live == last else live[:]
+
+
+def _dict(live: dict[str, V], last: dict[str, V]) -> dict[str, V]:
+    return last if live == last and list(live) == list(last) else live.copy()
+
+
+def _lists(live: dict[str, list[V]], last: dict[str, list[V]]) -> dict[str, list[V]]:
+    if live == last and list(live) == list(last):
+        return last
+    return {k: _list(v, last[k]) if k in last else v[:] for k, v in live.items()}
+
+
+def _pairs(live: dict[str, PairMemories], last: dict[str, PairMemories]) -> dict[str, PairMemories]:
+    if live == last and list(live) == list(last):
+        return last
+    pairs = {}
+    for player, pair in live.items():
+        old = last.get(player)
+        pairs[player] = old if old is not None and old == pair else _copy_pair(pair)
+    return pairs
+
+
+def _working(live: WorkingMemory, last: WorkingMemory) -> WorkingMemory:
+    if (
+        live == last
+        and list(live.open) == list(last.open)
+        and list(live.recent) == list(last.recent)
+        and list(live.conversations) == list(last.conversations)
+    ):
+        return last
+    return WorkingMemory(
+        open=_lists(live.open, last.open),
+        recent=_lists(live.recent, last.recent),
+        conversations=_dict(live.conversations, last.conversations),
+        extracted=_list(live.extracted, last.extracted),
     )
 
 
@@ -158,7 +221,8 @@ def capture_document(document: Document) -> Capture:
 
 
 def document_of_capture(capture: Capture) -> Document:
-    """The document a capture holds (sharing the capture's containers)."""
+    """The document a capture holds, sharing the capture's containers: encode it,
+    never change it."""
     if isinstance(capture, PlayerCapture):
         return PlayerDocument(
             v=SCHEMA_VERSION,
@@ -178,20 +242,9 @@ def document_of_capture(capture: Capture) -> Document:
         archetype=c.archetype,
         room=c.room,
         traits=c.traits,
-        bank=MemoryBank(
-            world=PairMemories(
-                episodic=c.world_episodic, semantic=c.world_semantic, procedural=c.world_procedural
-            ),
-            players={
-                p: PairMemories(episodic=e, semantic=s, procedural=r) for p, (e, s, r) in c.pairs.items()
-            },
-            next_id=c.next_id,
-            milestones=c.milestones,
-        ),
+        bank=MemoryBank(world=c.world, players=c.pairs, next_id=c.next_id, milestones=c.milestones),
         relationships=Relationships(by_player=c.relationships),
-        working=WorkingMemory(
-            open=c.open, recent=c.recent, conversations=c.conversations, extracted=c.extracted
-        ),
+        working=c.working,
         knowledge=KnowledgeBase(facts=c.facts, next_id=c.facts_next_id),
         saved_at=c.saved_at,
     )
@@ -334,36 +387,29 @@ def apply_dict_edit(
     return target
 
 
-_EMPTY: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
+_EMPTY = PairMemories()
 
 
-_Lists = tuple[list[Any], list[Any], list[Any]]
-
-
-def _pair_edit(old: _Lists, new: _Lists) -> PairEdit:
-    return PairEdit(list_edit(old[0], new[0]), list_edit(old[1], new[1]), list_edit(old[2], new[2]))
+def _pair_edit(old: PairMemories, new: PairMemories) -> PairEdit:
+    return PairEdit(
+        list_edit(old.episodic, new.episodic),
+        list_edit(old.semantic, new.semantic),
+        list_edit(old.procedural, new.procedural),
+    )
 
 
 def diff(base: NpcCapture, new: NpcCapture, *, lsn: int, base_lsn: int) -> NpcPatch | None:
     """The patch from ``base`` to ``new`` (two captures of one NPC), or ``None`` if
     nothing persisted changed (``saved_at`` aside)."""
-    world = None
-    if (base.world_episodic, base.world_semantic, base.world_procedural) != (
-        new.world_episodic,
-        new.world_semantic,
-        new.world_procedural,
-    ):
-        world = _pair_edit(
-            (base.world_episodic, base.world_semantic, base.world_procedural),
-            (new.world_episodic, new.world_semantic, new.world_procedural),
-        )
+    world = None if base.world == new.world else _pair_edit(base.world, new.world)
     pairs = dict_edit(base.pairs, new.pairs)
     relationships = dict_edit(base.relationships, new.relationships)
-    open_ = dict_edit(base.open, new.open)
-    recent = dict_edit(base.recent, new.recent)
-    conversations = _whole_dict(base.conversations, new.conversations)
+    old, now = base.working, new.working
+    open_ = dict_edit(old.open, now.open)
+    recent = dict_edit(old.recent, now.recent)
+    conversations = _whole_dict(old.conversations, now.conversations)
     milestones = _whole_dict(base.milestones, new.milestones)
-    extracted = list_edit(base.extracted, new.extracted)
+    extracted = list_edit(old.extracted, now.extracted)
     facts = list_edit(base.facts, new.facts)
     head_same = (base.name, base.faction, base.archetype, base.room, base.traits) == (
         new.name,
