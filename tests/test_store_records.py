@@ -3,6 +3,7 @@ document (after a trip through msgpack), gives the second one's document exactly
 
 from __future__ import annotations
 
+import gc
 import random
 from typing import Any
 
@@ -142,11 +143,11 @@ def mutate(rng: random.Random, doc: NpcDocument) -> None:
         doc.traits = NpcTraits(archetype=doc.archetype, sociability=rng.random())
 
 
-def capture(doc: NpcDocument, at: float, last: NpcCapture | None = None) -> NpcCapture:
-    """As the tick captures a live NPC (taking unchanged containers from ``last``)."""
+def capture(doc: NpcDocument, at: float) -> NpcCapture:
+    """As the tick captures a live NPC."""
     return capture_npc(
         doc.key, doc.name, doc.faction, doc.archetype, doc.room, doc.traits, doc.bank,
-        doc.relationships, doc.working, doc.knowledge, at, last,
+        doc.relationships, doc.working, doc.knowledge, at,
     )
 
 
@@ -166,8 +167,7 @@ def test_a_patch_turns_the_base_into_the_new_document_exactly(seed: int, rounds:
     for round_ in range(1, rounds + 1):
         for _ in range(changes):
             mutate(rng, live)
-        new = capture(live, float(round_), last=base)
-        assert new == capture(live, float(round_))  # taking containers from the last capture changes nothing
+        new = capture(live, float(round_))
         patch = diff(base, new, lsn=round_ + 1, base_lsn=round_)
         if patch is None:
             assert document_of_capture(new) == msgspec.structs.replace(document_of_capture(base), saved_at=new.saved_at)
@@ -175,7 +175,7 @@ def test_a_patch_turns_the_base_into_the_new_document_exactly(seed: int, rounds:
         decoded = record_decoder.decode(record_encoder.encode(patch))
         assert isinstance(decoded, NpcPatch) and decoded.base == round_
         apply_patch(replayed, decoded)
-        expected = document_of_capture(new)
+        expected = fresh(new)
         assert replayed == expected
         assert list(replayed.bank.players) == list(expected.bank.players)
         assert list(replayed.relationships.by_player) == list(expected.relationships.by_player)
@@ -203,19 +203,18 @@ def test_nothing_changed_is_no_patch() -> None:
     assert diff(capture(live, 0.0), capture(live, 5.0), lsn=2, base_lsn=1) is None
 
 
-def test_a_capture_shares_the_unchanged_containers_of_the_last_one() -> None:
-    live = document(players=3)
-    first = capture(live, 0.0)
+def test_a_capture_is_a_copy_the_garbage_collector_lets_be() -> None:
+    live = document(players=2)
+    captured = capture(live, 0.0)
     live.knowledge.facts.append(fact())
-    live.bank.players["p1"].semantic.append(memory("semantic"))
-    second = capture(live, 1.0, last=first)
-    assert second.facts is not first.facts and second.facts == live.knowledge.facts
-    assert second.facts is not live.knowledge.facts  # a copy, never the live list
-    assert second.pairs["p0"] is first.pairs["p0"] and second.pairs["p1"] is not first.pairs["p1"]
-    assert second.relationships is first.relationships and second.world is first.world
-    assert second.working is first.working
-    third = capture(live, 2.0, last=second)
-    assert third.pairs is second.pairs and third.facts is second.facts
+    live.bank.players["p0"].episodic.clear()
+    live.relationships.by_player["p1"] = Relationship(trust=0.99)
+    view = captured.view()
+    assert len(view.facts) == 5 and len(view.pairs["p0"][0]) == 3  # the live changes are not in it
+    assert captured.relationships["p1"] == Relationship(trust=0.1)
+    assert not gc.is_tracked(captured)
+    gc.collect()  # the collector untracks a tuple once it sees its items are untracked
+    assert not gc.is_tracked(captured.items) and not gc.is_tracked(captured.keys)
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ from npc_memory.store import (
     StoreMeta,
 )
 from npc_memory.store.documents import pack_rng_state
-from npc_memory.store.records import Capture, NpcCapture, PlayerCapture, capture_document, capture_npc
+from npc_memory.store.records import Capture, PlayerCapture, capture_document, capture_npc
 from npc_memory.store.writer import StoreWriter, WriteBatch
 
 log = logging.getLogger("npc_memory.snapshot")
@@ -138,8 +138,6 @@ class PersistenceService:
         """(round, oldest change) of rounds taken and not yet on disk, oldest first."""
         self._capture_cost = 0.0
         """Recent wall seconds per capture (an exponential average), to stop in budget."""
-        self._last: dict[str, NpcCapture] = {}
-        """The latest capture of each NPC: the next one takes its unchanged containers."""
 
     @property
     def round_active(self) -> bool:
@@ -167,7 +165,6 @@ class PersistenceService:
         self.state.stored.pop(key, None)
         self.state.dirty.discard(key)
         self._round.discard(key)
-        self._last.pop(key, None)
         if self.writer is not None:
             self.state.deleted.add(key)
             self.audit("forget", key, actor)
@@ -320,7 +317,7 @@ class PersistenceService:
             return None if stored is None else capture_document(stored)
         identity = handle.identity
         if isinstance(handle, NpcHandle):
-            captured = self._last[key] = capture_npc(
+            return capture_npc(
                 identity.key,
                 identity.name,
                 handle.faction.faction,
@@ -332,9 +329,7 @@ class PersistenceService:
                 handle.working,
                 handle.knowledge,
                 now,
-                self._last.get(key),
             )
-            return captured
         return PlayerCapture(
             identity.key, identity.name, handle.faction.faction, handle.location.room, handle.profile, now
         )

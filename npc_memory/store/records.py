@@ -21,7 +21,10 @@ to apply, and refuses one whose base is missing.
 
 from __future__ import annotations
 
+import operator
+from array import array
 from collections.abc import Mapping, Sequence
+from itertools import accumulate, chain, pairwise
 from typing import Any, TypeVar
 
 import msgspec
@@ -58,9 +61,29 @@ V = TypeVar("V")
 # ---------------------------------------------------------------------- captures
 
 
-class NpcCapture(msgspec.Struct):
-    """The state of one NPC's document at one instant, in containers of its own
-    (which may be shared with other captures of the NPC: captures are never changed)."""
+Triple = tuple[Sequence[EpisodicMemory], Sequence[SemanticMemory], Sequence[ProceduralMemory]]
+"""One pair's episodic, semantic and procedural memories."""
+
+_memories = operator.attrgetter("episodic", "semantic", "procedural")
+
+
+class NpcCapture(msgspec.Struct, gc=False):
+    """The state of one NPC's document at one instant, in containers of its own.
+
+    Laid out for the garbage collector, which otherwise dominates the cost of a
+    capture: every record (and extracted conversation id) of the document sits in
+    one tuple, ``items``, in the order ``layout`` describes, beside the player keys
+    (``keys``) and the two dicts that hold more than records. So a capture allocates
+    four collector-visible objects, not one per list; the struct is never tracked
+    (it takes part in no reference cycle) and the collector untracks ``items`` the
+    first time it sees it. :meth:`view` gives the structure back.
+
+    ``layout`` (signed 64-bit integers, native order, as bytes: not an object the
+    collector sees): the numbers of pairs, open conversations and recent conversation
+    lists; then the lengths of the world's three memory lists, of each pair's three
+    (in ``keys`` order), of the facts, of the extracted ids, of each open
+    conversation and each recent list (their players follow the pairs' in ``keys``).
+    """
 
     key: str
     name: str
@@ -69,17 +92,47 @@ class NpcCapture(msgspec.Struct):
     room: str | None
     traits: NpcTraits
     saved_at: float
-    world: PairMemories
-    pairs: dict[str, PairMemories]
     next_id: int
-    milestones: dict[str, int]
-    relationships: dict[str, Relationship]
-    working: WorkingMemory
-    facts: list[Fact]
     facts_next_id: int
+    items: tuple[Any, ...]
+    keys: tuple[str, ...]
+    layout: bytes
+    relationships: dict[str, Relationship]
+    milestones: dict[str, int]
+    conversations: dict[str, int]
+
+    def view(self) -> CaptureView:
+        """The capture's containers (tuples sliced out of ``items``)."""
+        layout, items, keys = memoryview(self.layout).cast("q").tolist(), self.items, self.keys
+        pairs, opened, recents = layout[0], layout[1], layout[2]
+        cuts = [0, *accumulate(layout[3:])]
+        slices = [items[a:b] for a, b in pairwise(cuts)]
+        world: Triple = (slices[0], slices[1], slices[2])
+        at = 3
+        pair_map: dict[str, Triple] = {}
+        for player in keys[:pairs]:
+            pair_map[player] = (slices[at], slices[at + 1], slices[at + 2])
+            at += 3
+        facts, extracted = slices[at], slices[at + 1]
+        at += 2
+        open_map = dict(zip(keys[pairs : pairs + opened], slices[at : at + opened], strict=True))
+        at += opened
+        recent_map = dict(zip(keys[pairs + opened :], slices[at : at + recents], strict=True))
+        return CaptureView(world, pair_map, facts, extracted, open_map, recent_map)
 
 
-class PlayerCapture(msgspec.Struct):
+class CaptureView(msgspec.Struct):
+    """The containers of an :class:`NpcCapture` (tuples of its records)."""
+
+    world: Triple
+    pairs: dict[str, Triple]
+    facts: tuple[Fact, ...]
+    extracted: tuple[str, ...]
+    open: dict[str, tuple[Turn, ...]]
+    recent: dict[str, tuple[ConversationSummary, ...]]
+
+
+class PlayerCapture(msgspec.Struct, gc=False):
     """The state of one player's document at one instant (all of it immutable)."""
 
     key: str
@@ -91,6 +144,8 @@ class PlayerCapture(msgspec.Struct):
 
 
 Capture = NpcCapture | PlayerCapture
+
+_NO_INTS: dict[str, int] = {}  # shared by captures of empty dicts: captures are never changed
 
 
 def capture_npc(
@@ -105,37 +160,19 @@ def capture_npc(
     working: WorkingMemory,
     knowledge: KnowledgeBase,
     saved_at: float,
-    last: NpcCapture | None = None,
 ) -> NpcCapture:
-    """Copy the containers of an NPC's components (pointer copies, no encoding).
-
-    Containers equal to those of ``last`` (an earlier capture of this NPC) are taken
-    from it instead of copied. Comparing containers of the same records checks
-    pointers in C (a pair, a relationship table, the working memory: one call each),
-    while a copy builds objects and touches every record's reference count."""
-    if last is None:
-        return NpcCapture(
-            key,
-            name,
-            faction,
-            archetype,
-            room,
-            traits,
-            saved_at,
-            _copy_pair(bank.world),
-            {p: _copy_pair(v) for p, v in bank.players.items()},
-            bank.next_id,
-            bank.milestones.copy(),
-            relationships.by_player.copy(),
-            WorkingMemory(
-                open={p: t[:] for p, t in working.open.items()},
-                recent={p: s[:] for p, s in working.recent.items()},
-                conversations=working.conversations.copy(),
-                extracted=working.extracted[:],
-            ),
-            knowledge.facts[:],
-            knowledge.next_id,
-        )
+    """Copy an NPC's components: pointer copies, no encoding (see :class:`NpcCapture`)."""
+    world = bank.world
+    players = bank.players
+    opened = working.open
+    recent = working.recent
+    seqs: list[Sequence[Any]] = [world.episodic, world.semantic, world.procedural]
+    seqs += chain.from_iterable(map(_memories, players.values()))
+    seqs += (knowledge.facts, working.extracted)
+    seqs += opened.values()
+    seqs += recent.values()
+    layout = array("q", (len(players), len(opened), len(recent)))
+    layout.extend(map(len, seqs))  # the array is garbage once its bytes are taken
     return NpcCapture(
         key,
         name,
@@ -144,58 +181,14 @@ def capture_npc(
         room,
         traits,
         saved_at,
-        last.world if bank.world == last.world else _copy_pair(bank.world),
-        _pairs(bank.players, last.pairs),
         bank.next_id,
-        _dict(bank.milestones, last.milestones),
-        _dict(relationships.by_player, last.relationships),
-        _working(working, last.working),
-        _list(knowledge.facts, last.facts),
         knowledge.next_id,
-    )
-
-
-def _copy_pair(pair: PairMemories) -> PairMemories:
-    return PairMemories(episodic=pair.episodic[:], semantic=pair.semantic[:], procedural=pair.procedural[:])
-
-
-def _list(live: list[T], last: list[T]) -> list[T]:
-    return last if live == last else live[:]
-
-
-def _dict(live: dict[str, V], last: dict[str, V]) -> dict[str, V]:
-    return last if live == last and list(live) == list(last) else live.copy()
-
-
-def _lists(live: dict[str, list[V]], last: dict[str, list[V]]) -> dict[str, list[V]]:
-    if live == last and list(live) == list(last):
-        return last
-    return {k: _list(v, last[k]) if k in last else v[:] for k, v in live.items()}
-
-
-def _pairs(live: dict[str, PairMemories], last: dict[str, PairMemories]) -> dict[str, PairMemories]:
-    if live == last and list(live) == list(last):
-        return last
-    pairs = {}
-    for player, pair in live.items():
-        old = last.get(player)
-        pairs[player] = old if old is not None and old == pair else _copy_pair(pair)
-    return pairs
-
-
-def _working(live: WorkingMemory, last: WorkingMemory) -> WorkingMemory:
-    if (
-        live == last
-        and list(live.open) == list(last.open)
-        and list(live.recent) == list(last.recent)
-        and list(live.conversations) == list(last.conversations)
-    ):
-        return last
-    return WorkingMemory(
-        open=_lists(live.open, last.open),
-        recent=_lists(live.recent, last.recent),
-        conversations=_dict(live.conversations, last.conversations),
-        extracted=_list(live.extracted, last.extracted),
+        tuple(chain.from_iterable(seqs)),
+        (*players, *opened, *recent),
+        layout.tobytes(),
+        relationships.by_player.copy(),
+        bank.milestones.copy() if bank.milestones else _NO_INTS,
+        working.conversations.copy() if working.conversations else _NO_INTS,
     )
 
 
@@ -221,8 +214,8 @@ def capture_document(document: Document) -> Capture:
 
 
 def document_of_capture(capture: Capture) -> Document:
-    """The document a capture holds, sharing the capture's containers: encode it,
-    never change it."""
+    """The document a capture holds, sharing the capture's records: encode it, never
+    change it (its sequences are tuples)."""
     if isinstance(capture, PlayerCapture):
         return PlayerDocument(
             v=SCHEMA_VERSION,
@@ -233,7 +226,7 @@ def document_of_capture(capture: Capture) -> Document:
             profile=capture.profile,
             saved_at=capture.saved_at,
         )
-    c = capture
+    c, view = capture, capture.view()
     return NpcDocument(
         v=SCHEMA_VERSION,
         key=c.key,
@@ -242,12 +235,26 @@ def document_of_capture(capture: Capture) -> Document:
         archetype=c.archetype,
         room=c.room,
         traits=c.traits,
-        bank=MemoryBank(world=c.world, players=c.pairs, next_id=c.next_id, milestones=c.milestones),
+        bank=MemoryBank(
+            world=_pair(view.world),
+            players={p: _pair(t) for p, t in view.pairs.items()},
+            next_id=c.next_id,
+            milestones=c.milestones,
+        ),
         relationships=Relationships(by_player=c.relationships),
-        working=c.working,
-        knowledge=KnowledgeBase(facts=c.facts, next_id=c.facts_next_id),
+        working=WorkingMemory(
+            open=view.open,  # type: ignore[arg-type]  # tuples encode as lists
+            recent=view.recent,  # type: ignore[arg-type]
+            conversations=c.conversations,
+            extracted=view.extracted,  # type: ignore[arg-type]
+        ),
+        knowledge=KnowledgeBase(facts=view.facts, next_id=c.facts_next_id),  # type: ignore[arg-type]
         saved_at=c.saved_at,
     )
+
+
+def _pair(triple: Triple) -> PairMemories:
+    return PairMemories(episodic=triple[0], semantic=triple[1], procedural=triple[2])  # type: ignore[arg-type]
 
 
 def encode_capture(capture: Capture) -> EncodedDocument:
@@ -304,7 +311,7 @@ class NpcPatch(msgspec.Struct, tag="patch", omit_defaults=True, kw_only=True):
     facts_next_id: int | None = None
 
 
-def list_edit(base: list[T], new: list[T]) -> list[Any] | None:
+def list_edit(base: Sequence[T], new: Sequence[T]) -> list[Any] | None:
     """The edit turning ``base`` into ``new`` (``None`` if equal): runs of ``base``
     kept, as ``start, stop`` pairs, and new records, in order."""
     if new == base:  # identical records compare by identity first: O(n) pointer checks
@@ -387,30 +394,32 @@ def apply_dict_edit(
     return target
 
 
-_EMPTY = PairMemories()
+_EMPTY: Triple = ((), (), ())
 
 
-def _pair_edit(old: PairMemories, new: PairMemories) -> PairEdit:
-    return PairEdit(
-        list_edit(old.episodic, new.episodic),
-        list_edit(old.semantic, new.semantic),
-        list_edit(old.procedural, new.procedural),
-    )
+def _pair_edit(old: Triple, new: Triple) -> PairEdit:
+    return PairEdit(list_edit(old[0], new[0]), list_edit(old[1], new[1]), list_edit(old[2], new[2]))
 
 
-def diff(base: NpcCapture, new: NpcCapture, *, lsn: int, base_lsn: int) -> NpcPatch | None:
-    """The patch from ``base`` to ``new`` (two captures of one NPC), or ``None`` if
-    nothing persisted changed (``saved_at`` aside)."""
-    world = None if base.world == new.world else _pair_edit(base.world, new.world)
-    pairs = dict_edit(base.pairs, new.pairs)
+def diff(base_capture: NpcCapture, new_capture: NpcCapture, *, lsn: int, base_lsn: int) -> NpcPatch | None:
+    """The patch from ``base_capture`` to ``new_capture`` (two captures of one NPC), or
+    ``None`` if nothing persisted changed (``saved_at`` aside)."""
+    base, new = base_capture, new_capture
+    if base.items == new.items and base.keys == new.keys and base.layout == new.layout:
+        old = now = None  # the containers are the same: only the small fields can differ
+    else:
+        old, now = base.view(), new.view()
+    world = pairs = open_ = recent = extracted = facts = None
+    if old is not None and now is not None:
+        world = None if old.world == now.world else _pair_edit(old.world, now.world)
+        pairs = dict_edit(old.pairs, now.pairs)
+        open_ = dict_edit(old.open, now.open)
+        recent = dict_edit(old.recent, now.recent)
+        extracted = list_edit(old.extracted, now.extracted)
+        facts = list_edit(old.facts, now.facts)
     relationships = dict_edit(base.relationships, new.relationships)
-    old, now = base.working, new.working
-    open_ = dict_edit(old.open, now.open)
-    recent = dict_edit(old.recent, now.recent)
-    conversations = _whole_dict(old.conversations, now.conversations)
+    conversations = _whole_dict(base.conversations, new.conversations)
     milestones = _whole_dict(base.milestones, new.milestones)
-    extracted = list_edit(old.extracted, now.extracted)
-    facts = list_edit(base.facts, new.facts)
     head_same = (base.name, base.faction, base.archetype, base.room, base.traits) == (
         new.name,
         new.faction,
@@ -451,16 +460,18 @@ def diff(base: NpcCapture, new: NpcCapture, *, lsn: int, base_lsn: int) -> NpcPa
         facts=facts,
         facts_next_id=None if base.facts_next_id == new.facts_next_id else new.facts_next_id,
     )
-    if pairs is not None:
-        patch.pairs = {p: _pair_edit(base.pairs.get(p, _EMPTY), v) for p, v in pairs.set.items()}
+    if pairs is not None and old is not None:
+        patch.pairs = {p: _pair_edit(old.pairs.get(p, _EMPTY), v) for p, v in pairs.set.items()}
         patch.pairs_gone, patch.pairs_order = pairs.gone, pairs.order
     if relationships is not None:
         patch.relationships = relationships.set
         patch.relationships_gone, patch.relationships_order = relationships.gone, relationships.order
     if open_ is not None:
-        patch.open, patch.open_gone, patch.open_order = open_.set, open_.gone, open_.order
+        patch.open = {k: list(v) for k, v in open_.set.items()}
+        patch.open_gone, patch.open_order = open_.gone, open_.order
     if recent is not None:
-        patch.recent, patch.recent_gone, patch.recent_order = recent.set, recent.gone, recent.order
+        patch.recent = {k: list(v) for k, v in recent.set.items()}
+        patch.recent_gone, patch.recent_order = recent.gone, recent.order
     return patch
 
 
