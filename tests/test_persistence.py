@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,59 @@ def test_what_was_saved_comes_back_exactly(
         npc_memory.uninstall("w")
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(spawn_npc, min_size=1, max_size=3),
+    st.lists(spawn_player, min_size=1, max_size=2),
+    st.lists(st.lists(operation, max_size=15), min_size=2, max_size=4),
+    st.integers(0, 2**32),
+)
+def test_sessions_that_patch_what_earlier_ones_saved_come_back_exactly(
+    npcs: list[tuple[str | None, str | None]], players: list[tuple[str | None, str]],
+    sessions: list[list[tuple[Any, ...]]], seed: int
+) -> None:
+    """Each session after the first writes patches against the documents it loaded;
+    some sessions end with a checkpoint (a small journal is folded on close), some
+    leave their journal (checkpoint_bytes is large and close is told not to fold)."""
+    reset_esper()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "world.db"
+        before: dict[str, Any] = {}
+        for number, ops in enumerate(sessions):
+            store = TinyDBStore(db, checkpoint_on_close=number % 2 == 0)
+            plugin = npc_memory.install(world="w", store=store, seed=seed)
+            build(plugin, npcs, players)
+            if before:
+                assert components(plugin) == before
+            apply(plugin, ops, len(npcs), len(players))
+            tick("w", 61)  # a snapshot round (patches), then more changes saved by uninstall
+            apply(plugin, ops[:3], len(npcs), len(players))
+            before = components(plugin)
+            npc_memory.uninstall("w")
+
+
+def test_after_a_restart_the_first_writes_are_patches(tmp_path: Path) -> None:
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    plugin.remember("hilda", "alice", "Alice bought nails")
+    npc_memory.uninstall("w")
+    writes: list[list[str]] = []
+    store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes)
+    plugin = npc_memory.install(world="w", store=store)
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    plugin.remember("hilda", "alice", "Alice came back for more")
+    plugin.save()
+    assert writes == [["hilda"]] and store.kinds == ["patch"]
+    npc_memory.uninstall("w")
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    assert [m.content for m in plugin.memories("hilda", "alice")] == ["Alice came back for more", "Alice bought nails"]
+    npc_memory.uninstall("w")
+
+
 def test_arguments_win_and_omitted_ones_come_from_the_store(tmp_path: Path) -> None:
     plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
     plugin.add_npc(key="spy", name="Sly", archetype="innkeeper", faction="thieves", room="tavern")
@@ -176,7 +229,37 @@ def test_threshold_events_fire_once_per_crossing_across_a_restart(tmp_path: Path
     npc_memory.uninstall("w")
 
 
-def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path) -> None:
+@pytest.fixture
+def tick_captures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Captures on the tick, as on an interpreter without a GIL."""
+    monkeypatch.setattr(persistence, "gil_enabled", lambda: False)
+
+
+def test_the_writer_captures_each_round_and_the_tick_hands_it_the_keys(tmp_path: Path) -> None:
+    writes: list[list[str]] = []
+    store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes)
+    plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=10.0, per_tick=2), store=store)
+    snapshot = next(p for p in plugin.processors if isinstance(p, SnapshotSystem))
+    assert snapshot.persistence.capture_on_writer
+    for i in range(5):
+        plugin.add_npc(key=f"npc{i}")
+    tick("w", 9)
+    plugin.flush()
+    assert writes == [] and store.metas == []
+    tick("w", 1)  # interval reached: the whole round goes to the writer at once
+    plugin.flush()
+    assert [sorted(batch) for batch in writes] == [[f"npc{i}" for i in range(5)]]
+    assert store.metas[-1].clock == 10.0 and store.metas[-1].snapshots == 1
+    tick("w", 1)
+    assert not snapshot.persistence.round_active and snapshot.persistence.oldest_unsaved(plugin.clock.now) == 0.0
+    plugin.remember("npc3", None, "rain")
+    tick("w", 10)
+    plugin.flush()
+    assert writes[1:] == [["npc3"]] and store.kinds == ["put"] * 5 + ["patch"]
+    npc_memory.uninstall("w")
+
+
+def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path, tick_captures: None) -> None:
     writes: list[list[str]] = []
     store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes)
     plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=10.0, per_tick=2), store=store)
@@ -203,8 +286,10 @@ def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path) 
     npc_memory.uninstall("w")
 
 
-def test_the_tick_never_waits_for_the_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("on_writer", [True, False])
+def test_the_tick_never_waits_for_the_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_writer: bool) -> None:
     monkeypatch.setattr(persistence, "MAX_BACKLOG", 3)
+    monkeypatch.setattr(persistence, "gil_enabled", lambda: on_writer)
     gate = threading.Event()
     writes: list[list[str]] = []
     store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes, gate=gate)
@@ -214,7 +299,9 @@ def test_the_tick_never_waits_for_the_disk(tmp_path: Path, monkeypatch: pytest.M
     tick("w", 20)  # the store is blocked: ticks return regardless
     assert writes == []
     snapshot = next(p for p in plugin.processors if isinstance(p, SnapshotSystem))
-    assert snapshot.persistence.backlog == 3  # capture pauses while the writer is behind
+    assert snapshot.persistence.snapshots == 1  # no new round while the first is not captured
+    if not on_writer:
+        assert snapshot.persistence.backlog == 3  # tick capture pauses while the writer is behind
     assert snapshot.persistence.round_active  # the rest of the round waits, coalescing changes
     assert snapshot.persistence.oldest_unsaved(plugin.clock.now) >= 19.0
     gate.set()
@@ -337,6 +424,9 @@ class RecordingStore:
 
     def maintain(self, deadline: float) -> bool:
         return self.inner.maintain(deadline)
+
+    def versions(self) -> Mapping[str, int]:
+        return self.inner.versions()
 
     def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
         self.inner.write(documents, meta)

@@ -16,8 +16,12 @@ from npc_memory.components import (
     ConversationSummary,
     EpisodicMemory,
     Fact,
+    FactionMember,
+    Identity,
     KnowledgeBase,
+    Location,
     MemoryBank,
+    NpcHandle,
     NpcTraits,
     PairMemories,
     ProceduralMemory,
@@ -33,7 +37,8 @@ from npc_memory.store.records import (
     NpcPatch,
     apply_list_edit,
     apply_patch,
-    capture_npc,
+    capture_atomically,
+    capture_handle,
     diff,
     document_of_capture,
     list_edit,
@@ -143,12 +148,20 @@ def mutate(rng: random.Random, doc: NpcDocument) -> None:
         doc.traits = NpcTraits(archetype=doc.archetype, sociability=rng.random())
 
 
-def capture(doc: NpcDocument, at: float) -> NpcCapture:
-    """As the tick captures a live NPC."""
-    return capture_npc(
-        doc.key, doc.name, doc.faction, doc.archetype, doc.room, doc.traits, doc.bank,
-        doc.relationships, doc.working, doc.knowledge, at,
+def handle(doc: NpcDocument) -> NpcHandle:
+    """A live NPC's handle over ``doc``'s containers."""
+    return NpcHandle(
+        entity=1, identity=Identity(key=doc.key, name=doc.name), faction=FactionMember(faction=doc.faction),
+        location=Location(doc.room), traits=doc.traits, bank=doc.bank, relationships=doc.relationships,
+        working=doc.working, knowledge=doc.knowledge,
     )
+
+
+def capture(doc: NpcDocument, at: float, *, atomically: bool = False) -> NpcCapture:
+    """As the tick (or the writer thread) captures a live NPC."""
+    captured = (capture_atomically if atomically else capture_handle)(handle(doc), at)
+    assert isinstance(captured, NpcCapture)
+    return captured
 
 
 def fresh(capture_: NpcCapture) -> NpcDocument:
@@ -167,7 +180,7 @@ def test_a_patch_turns_the_base_into_the_new_document_exactly(seed: int, rounds:
     for round_ in range(1, rounds + 1):
         for _ in range(changes):
             mutate(rng, live)
-        new = capture(live, float(round_))
+        new = capture(live, float(round_), atomically=bool(round_ % 2))
         patch = diff(base, new, lsn=round_ + 1, base_lsn=round_)
         if patch is None:
             assert document_of_capture(new) == msgspec.structs.replace(document_of_capture(base), saved_at=new.saved_at)
@@ -209,12 +222,13 @@ def test_a_capture_is_a_copy_the_garbage_collector_lets_be() -> None:
     live.knowledge.facts.append(fact())
     live.bank.players["p0"].episodic.clear()
     live.relationships.by_player["p1"] = Relationship(trust=0.99)
-    view = captured.view()
-    assert len(view.facts) == 5 and len(view.pairs["p0"][0]) == 3  # the live changes are not in it
-    assert captured.relationships["p1"] == Relationship(trust=0.1)
-    assert not gc.is_tracked(captured)
+    assert len(captured.knowledge.facts) == 5 and len(captured.bank.players["p0"].episodic) == 3  # not the live changes
+    assert captured.relationships.by_player["p1"] == Relationship(trust=0.1)
+    assert captured.knowledge.facts[0] is live.knowledge.facts[0]  # records are shared, not copied
+    assert (captured.key, captured.location.room, captured.archetype) == ("hilda", "forge", "blacksmith")
+    assert not gc.is_tracked(captured) and not gc.is_tracked(captured.bank.players)
     gc.collect()  # the collector untracks a tuple once it sees its items are untracked
-    assert not gc.is_tracked(captured.items) and not gc.is_tracked(captured.keys)
+    assert not gc.is_tracked(captured.knowledge.facts) and not gc.is_tracked(captured.bank.players["p0"].episodic)
 
 
 @pytest.mark.parametrize(

@@ -1,18 +1,24 @@
-"""Persistence: documents of NPCs and players, snapshot rounds under a per-tick budget,
-``save()``, deleting forgotten keys, the audit trail, and how stale the store is.
+"""Persistence: documents of NPCs and players, snapshot rounds, ``save()``, deleting
+forgotten keys, the audit trail, and how stale the store is.
 
 Every ``snapshot_interval`` game seconds a round starts with the keys marked dirty
-since the last one (a key changed ten times in an interval is written once). Each
-tick *captures* round documents — a shallow copy of their containers, records are
-immutable — until ``snapshot_tick_ms`` or ``snapshot_documents_per_tick`` is reached,
-and hands them to the store's writer thread, which encodes them (as patches against
-what it wrote last) and appends them to the journal with one fsync per batch. The
-round ends with the metadata (clock, random state, pending extractions); it is
-complete once that batch is on disk. Disk work and encoding never happen on the tick.
+since the last one (a key changed ten times in an interval is written once) and the
+metadata (clock, random state, pending extractions) as of that tick. The round's
+documents are *captured* — their containers copied, records shared, nothing encoded
+(see :mod:`npc_memory.store.records`) — and the store's writer thread encodes them as
+patches against what it wrote last and appends them to the journal, one fsync per
+batch. The round is complete once its last batch is on disk.
 
-Shedding: at most ``MAX_BACKLOG`` captured documents wait for the writer; past that
-the tick captures nothing and the round waits, its keys coalescing later changes.
-Nothing is dropped: a slow disk shows as a growing :meth:`oldest_unsaved`.
+Where the interpreter has a GIL (every CPython before the free-threaded builds) the
+writer captures the round's documents itself, each with one C call that no other
+thread can interrupt: the tick only hands over the set of keys. Otherwise the tick
+captures them, ``snapshot_tick_ms`` and ``snapshot_documents_per_tick`` at a time.
+Disk work and encoding never happen on the tick.
+
+Shedding: a round starts only once the previous one is captured, and at most
+``MAX_BACKLOG`` tick captures wait for the writer; the keys meanwhile coalesce
+further changes. Nothing is dropped: a slow disk shows as a growing
+:meth:`PersistenceService.oldest_unsaved`.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import datetime
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from npc_memory.components import (
     FactionMember,
@@ -39,13 +45,21 @@ from npc_memory.store import (
     SCHEMA_VERSION,
     AuditEntry,
     Document,
+    JournalStore,
     NpcDocument,
     PlayerDocument,
     Store,
     StoreMeta,
 )
 from npc_memory.store.documents import pack_rng_state
-from npc_memory.store.records import Capture, PlayerCapture, capture_document, capture_npc
+from npc_memory.store.records import (
+    Capture,
+    NpcCapture,
+    capture_atomically,
+    capture_document,
+    capture_handle,
+    gil_enabled,
+)
 from npc_memory.store.writer import StoreWriter, WriteBatch
 
 log = logging.getLogger("npc_memory.snapshot")
@@ -115,6 +129,8 @@ class PersistenceService:
         store: Store | None,
         pending: Callable[[], list[ExtractionJob]],
         snapshots: int = 0,
+        *,
+        capture_on_writer: bool | None = None,
     ) -> None:
         self.state = state
         self.store = store
@@ -123,8 +139,16 @@ class PersistenceService:
         """Snapshot rounds numbered over the store's life (the last one started)."""
         self.rounds_completed = 0
         """Snapshot rounds (and saves) on disk since install."""
-        self.writer = None if store is None else StoreWriter(store, name=f"npc-memory-{state.world}")
+        self.capture_on_writer = gil_enabled() if capture_on_writer is None else capture_on_writer
+        """Whether the writer thread captures round documents (needs a GIL)."""
+        self.writer = (
+            None
+            if store is None
+            else StoreWriter(store, name=f"npc-memory-{state.world}", capture=self._capture_atomically)
+        )
         state.persistent = store is not None
+        if isinstance(store, JournalStore) and self.writer is not None:
+            self._seed(store.versions())
         self._round: set[str] = set()
         self._round_number = 0
         self._round_since: float | None = None
@@ -138,6 +162,17 @@ class PersistenceService:
         """(round, oldest change) of rounds taken and not yet on disk, oldest first."""
         self._capture_cost = 0.0
         """Recent wall seconds per capture (an exponential average), to stop in budget."""
+
+    def _seed(self, versions: Mapping[str, int]) -> None:
+        """Let the writer patch the loaded documents rather than rewrite them whole:
+        capture each as loaded (before anything changes it) at its lsn."""
+        assert self.writer is not None
+        for key, document in self.state.stored.items():
+            lsn = versions.get(key)
+            if lsn and isinstance(document, NpcDocument):
+                captured = capture_document(document)
+                assert isinstance(captured, NpcCapture)
+                self.writer.seed(key, lsn, captured)
 
     @property
     def round_active(self) -> bool:
@@ -212,7 +247,15 @@ class PersistenceService:
         budgets = state.pack.budgets
         if not self._round_active and now - self._last_round_start >= budgets.snapshot_interval:
             self._start_round(now)
-        if self._round_active and self.writer.backlog < MAX_BACKLOG:
+            if self.capture_on_writer:  # the writer captures the round: hand it the keys
+                keys, self._round = list(self._round), set()
+                self._submit_end([], now, keys)
+                self._round_active = True  # until the writer has captured them
+        if not self._round_active:
+            return
+        if self.capture_on_writer:
+            self._round_active = self.writer.captured_round < self._round_number
+        elif self.writer.backlog < MAX_BACKLOG:
             self._capture_slice(now, started + budgets.snapshot_tick_ms / 1000.0)
 
     def save(self) -> None:
@@ -225,18 +268,20 @@ class PersistenceService:
         now = state.clock.now
         if state.dirty or state.deleted:
             self._since = self._previous_now if self._since is None else self._since
-        if self._round_active:  # the round in progress takes in everything dirty
+        if self._round_active and not self.capture_on_writer:  # the round takes in everything dirty
             self._round |= state.dirty
             state.dirty = set()
             if self._since is not None and self._round_since is not None:
                 self._round_since = min(self._round_since, self._since)
                 self._unsettled[-1] = (self._round_number, self._round_since)
             self._since = None
-        else:
+        else:  # (a round the writer is capturing goes on; this one follows it)
             self._start_round(now)
         keys, self._round = self._round, set()
-        captures = [c for c in map(self._capture, keys, [now] * len(keys)) if c is not None]
-        self._submit_end(captures, now)
+        if self.capture_on_writer:  # this thread waits below: the writer sees one instant
+            self._submit_end([], now, list(keys))
+        else:
+            self._submit_end([c for c in map(self._capture, keys, [now] * len(keys)) if c is not None], now)
         self._last_round_start = now
         self.writer.drain()
         failures = self._settle()
@@ -311,28 +356,21 @@ class PersistenceService:
             self._submit_end(captures, now)
 
     def _capture(self, key: str, now: float) -> Capture | None:
+        """Capture ``key``'s document on the thread that changes the components."""
         handle = self.state.registry.live(key)
         if handle is None:
             stored = self.state.stored.get(key)
             return None if stored is None else capture_document(stored)
-        identity = handle.identity
-        if isinstance(handle, NpcHandle):
-            return capture_npc(
-                identity.key,
-                identity.name,
-                handle.faction.faction,
-                handle.traits.archetype,
-                handle.location.room,
-                handle.traits,
-                handle.bank,
-                handle.relationships,
-                handle.working,
-                handle.knowledge,
-                now,
-            )
-        return PlayerCapture(
-            identity.key, identity.name, handle.faction.faction, handle.location.room, handle.profile, now
-        )
+        return capture_handle(handle, now)
+
+    def _capture_atomically(self, key: str) -> Capture | None:
+        """Capture ``key``'s document on the writer thread (see
+        :func:`~npc_memory.store.records.capture_atomically`)."""
+        handle = self.state.registry.live(key)
+        if handle is None:
+            stored = self.state.stored.get(key)  # stored documents are not changed
+            return None if stored is None else capture_document(stored)
+        return capture_atomically(handle, self.state.clock.now)
 
     def _submit(self, captures: list[Capture]) -> None:
         assert self.writer is not None
@@ -345,14 +383,16 @@ class PersistenceService:
                 )
             )
 
-    def _submit_end(self, captures: list[Capture], now: float) -> None:
-        """Submit the last batch of the current round, with the metadata."""
+    def _submit_end(self, captures: list[Capture], now: float, keys: list[str] | None = None) -> None:
+        """Submit the last batch of the current round (captures made here, or ``keys``
+        for the writer to capture), with the metadata."""
         assert self.writer is not None
         deletions = sorted(self.state.deleted)
         self.state.deleted.clear()
         self.writer.submit(
             WriteBatch(
                 captures=captures,
+                keys=keys or [],
                 deletions=deletions,
                 meta=self.meta(self._round_number),
                 round=self._round_number,
@@ -371,6 +411,7 @@ class PersistenceService:
         for batch, error in self.writer.take_failures():
             log.error("snapshot write to %r failed (will retry): %s", self.store, error)
             self.state.dirty.update(c.key for c in batch.captures)
+            self.state.dirty.update(batch.keys)
             self.state.deleted.update(batch.deletions)
             if batch.since is not None:
                 self._since = batch.since if self._since is None else min(self._since, batch.since)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -79,4 +79,8 @@ class JournalStore(Store, Protocol):
 
     def maintain(self, deadline: float) -> bool:
         """Upkeep until ``deadline`` (``time.perf_counter()``); whether work remains."""
+        ...
+
+    def versions(self) -> Mapping[str, int]:
+        """The lsn of each document as the last ``load`` returned it (empty before)."""
         ...

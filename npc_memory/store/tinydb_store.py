@@ -229,6 +229,7 @@ class TinyDBStore:
         self._unfolded = self._journal.bytes_on_disk()
         self._leftover = bool(self._journal.segments())  # an earlier session's journal
         self._segment_keys: dict[int, set[str]] = {}  # keys each known segment changes
+        self._versions: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"TinyDBStore({str(self.path)!r})"
@@ -256,7 +257,12 @@ class TinyDBStore:
                 gc.enable()
         gc.freeze()  # loaded state is long-lived: keep it out of future collections
         self._lsn = max(self._lsn or 0, top, *lsns.values())
-        return StoreContents(meta=meta, documents=documents, lsns=lsns)
+        self._versions = {key: lsns[key] for key in documents}
+        return StoreContents(meta=meta, documents=documents, lsns=dict(self._versions))
+
+    def versions(self) -> dict[str, int]:
+        """The lsn of each document as the last :meth:`load` returned it."""
+        return self._versions
 
     def read_meta(self) -> StoreMeta | None:
         """The store metadata (the journal's latest), or ``None`` for a new store."""

@@ -1,8 +1,11 @@
 """One background thread that turns snapshot batches into store writes, in order.
 
-The tick only *captures* documents (shallow copies of their containers, see
-:mod:`npc_memory.store.records`) and submits batches; encoding, patches, file writes
-and fsyncs happen here, so a slow disk or a large document never stalls a frame.
+A batch names documents to write either as *captures* (made by the tick, see
+:mod:`npc_memory.store.records`) or as *keys*, which this thread captures itself with
+the ``capture`` function it was given (one C call per document, atomic under the
+GIL). Encoding, patches, file writes and fsyncs happen here, so a slow disk or a
+large document never stalls a frame. This thread gives up the GIL at least every
+``YIELD_EVERY`` seconds of work, so a game thread waking up never waits for it long.
 
 With a :class:`~npc_memory.store.base.JournalStore` every batch waiting in the queue
 is written as one group: each NPC captured before becomes a patch against the
@@ -22,7 +25,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from npc_memory.store.base import JournalStore, Store
@@ -42,16 +45,20 @@ log = logging.getLogger("npc_memory.store")
 
 MAINTENANCE_SLICE = 0.005
 """Seconds of store upkeep (checkpoint work) between two looks at the queue."""
+YIELD_EVERY = 0.0005
+"""Seconds of work after which this thread lets other threads take the GIL: without
+it a thread that wants the GIL waits the interpreter's switch interval (5 ms)."""
 
 
 @dataclass
 class WriteBatch:
-    """Deletions, then captured documents, then metadata, then audit entries, written in
-    that order. ``round`` is the snapshot round the batch belongs to (0: none); a batch
-    with ``meta`` completes it. ``since`` is the game time of the oldest change the
-    batch may carry."""
+    """Deletions, then documents (``captures``, then ``keys`` to capture here), then
+    metadata, then audit entries, written in that order. ``round`` is the snapshot
+    round the batch belongs to (0: none); a batch with ``meta`` completes it. ``since``
+    is the game time of the oldest change the batch may carry."""
 
     captures: list[Capture] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
     deletions: list[str] = field(default_factory=list)
     meta: StoreMeta | None = None
     audit: list[AuditEntry] = field(default_factory=list)
@@ -62,8 +69,12 @@ class WriteBatch:
 class StoreWriter:
     """Applies :class:`WriteBatch` es to ``store`` on a daemon thread."""
 
-    def __init__(self, store: Store, name: str = "npc-memory") -> None:
+    def __init__(
+        self, store: Store, name: str = "npc-memory", capture: Callable[[str], Capture | None] | None = None
+    ) -> None:
         self.store = store
+        self.capture = capture
+        """Captures the document of a key on this thread (for batches with ``keys``)."""
         self.journaled = isinstance(store, JournalStore)
         self._base: dict[str, tuple[int, NpcCapture]] = {}
         """The capture last written for each NPC and its lsn (patches apply to it)."""
@@ -73,6 +84,9 @@ class StoreWriter:
         self._written = 0  # captures written or failed (writer thread only)
         self.durable_round = 0
         """The last snapshot round whose completing batch is on disk."""
+        self.captured_round = 0
+        """The last snapshot round whose documents this thread has captured."""
+        self._yielded = time.perf_counter()
         self.bytes_written = 0
         """Journal bytes appended by this writer."""
         self._thread = threading.Thread(target=self._run, name=f"{name}-store-writer", daemon=True)
@@ -97,7 +111,7 @@ class StoreWriter:
         """Queue ``batch``; returns at once."""
         if not self._thread.is_alive():
             raise RuntimeError("the store writer is closed")
-        self._submitted += len(batch.captures)
+        self._submitted += len(batch.captures) + len(batch.keys)
         self._queue.put(batch)
 
     def drain(self) -> None:
@@ -166,9 +180,7 @@ class StoreWriter:
                     self.store.append_audit(entry)
         except Exception as exc:  # reported to the tick thread, which retries
             for batch in batches:
-                for capture in batch.captures:
-                    self._base.pop(capture.key, None)
-                for key in batch.deletions:
+                for key in (*(c.key for c in batch.captures), *batch.keys, *batch.deletions):
                     self._base.pop(key, None)
                 self._failures.put((batch, exc))
         else:
@@ -179,7 +191,9 @@ class StoreWriter:
                     self._base[key] = base
             self.durable_round = max([self.durable_round, *(b.round for b in batches if b.meta is not None)])
         finally:
-            self._written += sum(len(b.captures) for b in batches)
+            self._written += sum(len(b.captures) + len(b.keys) for b in batches)
+            ended = [b.round for b in batches if b.meta is not None]
+            self.captured_round = max([self.captured_round, *ended])
 
     def _records(
         self, batches: list[WriteBatch], updates: dict[str, tuple[int, NpcCapture] | None]
@@ -192,7 +206,7 @@ class StoreWriter:
             for key in batch.deletions:
                 updates[key] = None
                 yield Delete(lsn=store.reserve_lsn(), key=key)
-            for capture in batch.captures:
+            for capture in self._captures(batch):
                 key = capture.key
                 base = updates[key] if key in updates else self._base.get(key)
                 if not isinstance(capture, NpcCapture):
@@ -213,9 +227,30 @@ class StoreWriter:
             if batch.meta is not None:
                 yield MetaRecord(lsn=store.reserve_lsn(), meta=batch.meta)
 
+    def _captures(self, batch: WriteBatch) -> Iterator[Capture]:
+        """The batch's captures, then captures of its keys made now; gives up the GIL
+        between documents once ``YIELD_EVERY`` has passed."""
+        for capture in batch.captures:
+            self._pause()
+            yield capture
+        if batch.keys:
+            assert self.capture is not None, "a batch of keys needs a writer with a capture function"
+            for key in batch.keys:
+                self._pause()
+                captured = self.capture(key)
+                if captured is not None:
+                    yield captured
+
+    def _pause(self) -> None:
+        now = time.perf_counter()
+        if now - self._yielded >= YIELD_EVERY:
+            time.sleep(0)  # releases the GIL: a waiting thread takes it
+            self._yielded = time.perf_counter()
+
     def _write_whole(self, batches: list[WriteBatch]) -> None:
         for batch in batches:
             if batch.deletions:
                 self.store.delete(batch.deletions)
-            if batch.captures or batch.meta is not None:
-                self.store.write([encode_capture(c) for c in batch.captures], batch.meta)
+            captures = list(self._captures(batch))
+            if captures or batch.meta is not None:
+                self.store.write([encode_capture(c) for c in captures], batch.meta)
