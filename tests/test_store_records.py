@@ -222,13 +222,14 @@ def test_a_capture_is_a_copy_the_garbage_collector_lets_be() -> None:
     live.knowledge.facts.append(fact())
     live.bank.players["p0"].episodic.clear()
     live.relationships.by_player["p1"] = Relationship(trust=0.99)
-    assert len(captured.knowledge.facts) == 5 and len(captured.bank.players["p0"].episodic) == 3  # not the live changes
-    assert captured.relationships.by_player["p1"] == Relationship(trust=0.1)
-    assert captured.knowledge.facts[0] is live.knowledge.facts[0]  # records are shared, not copied
-    assert (captured.key, captured.location.room, captured.archetype) == ("hilda", "forge", "blacksmith")
-    assert not gc.is_tracked(captured) and not gc.is_tracked(captured.bank.players)
+    view = captured.view()
+    assert len(view.facts) == 5 and len(view.pairs["p0"][0]) == 3  # not the live changes
+    assert captured.relationships["p1"] == Relationship(trust=0.1)
+    assert view.facts[0] is live.knowledge.facts[0]  # records are shared, not copied
+    assert (captured.key, captured.room, captured.archetype) == ("hilda", "forge", "blacksmith")
+    assert not gc.is_tracked(captured)
     gc.collect()  # the collector untracks a tuple once it sees its items are untracked
-    assert not gc.is_tracked(captured.knowledge.facts) and not gc.is_tracked(captured.bank.players["p0"].episodic)
+    assert not gc.is_tracked(captured.items) and not gc.is_tracked(captured.keys)
 
 
 @pytest.mark.parametrize(

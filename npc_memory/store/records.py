@@ -22,8 +22,11 @@ to apply, and refuses one whose base is missing.
 from __future__ import annotations
 
 import gc
+import operator
 import sys
+from array import array
 from collections.abc import Mapping, Sequence
+from itertools import accumulate, chain, compress, pairwise
 from typing import Any, TypeVar
 
 import msgspec
@@ -62,131 +65,240 @@ V = TypeVar("V")
 # ---------------------------------------------------------------------- captures
 
 
-class PairState(msgspec.Struct, gc=False):
-    """One NPC–player pair's memories, captured."""
+Triple = tuple[Sequence[EpisodicMemory], Sequence[SemanticMemory], Sequence[ProceduralMemory]]
+"""One pair's episodic, semantic and procedural memories."""
 
-    episodic: tuple[EpisodicMemory, ...] = ()
-    semantic: tuple[SemanticMemory, ...] = ()
-    procedural: tuple[ProceduralMemory, ...] = ()
+_memories = operator.attrgetter("episodic", "semantic", "procedural")
 
 
-class BankState(msgspec.Struct, gc=False):
-    """A :class:`~npc_memory.components.MemoryBank`, captured."""
+class NpcCapture(msgspec.Struct, gc=False):
+    """The state of one NPC's document at one instant, in containers of its own.
 
-    world: PairState
-    players: dict[str, PairState]
+    Laid out for the garbage collector, which otherwise dominates the cost of
+    snapshots (a capture lives until the next one of its NPC is written): every record
+    (and extracted conversation id) of the document sits in one tuple, ``items``, in
+    the order ``layout`` describes, beside the player keys (``keys``) and the dicts
+    that hold more than records. So a capture leaves three to five objects the
+    collector counts, not one per list; the struct itself is never tracked (it takes
+    part in no reference cycle) and the collector stops tracking ``items`` and
+    ``keys`` the first time it sees them. :meth:`view` gives the structure back.
+
+    ``layout`` (signed 64-bit integers, native order, as bytes: not an object the
+    collector sees): the numbers of pairs, open conversations and recent conversation
+    lists; then the lengths of the world's three memory lists, of each pair's three
+    (in ``keys`` order), of the facts, of the extracted ids, of each open
+    conversation and each recent list (their players follow the pairs' in ``keys``).
+    """
+
+    key: str
+    name: str
+    faction: str | None
+    archetype: str | None
+    room: str | None
+    traits: NpcTraits
+    saved_at: float
+    next_id: int
+    facts_next_id: int
+    items: tuple[Any, ...]
+    keys: tuple[str, ...]
+    layout: bytes
+    relationships: dict[str, Relationship]
+    milestones: dict[str, int]
+    conversations: dict[str, int]
+
+    def view(self) -> CaptureView:
+        """The capture's containers (tuples sliced out of ``items``)."""
+        layout, items, keys = memoryview(self.layout).cast("q").tolist(), self.items, self.keys
+        pairs, opened, recents = layout[0], layout[1], layout[2]
+        cuts = [0, *accumulate(layout[3:])]
+        slices = [items[a:b] for a, b in pairwise(cuts)]
+        world: Triple = (slices[0], slices[1], slices[2])
+        at = 3
+        pair_map: dict[str, Triple] = {}
+        for player in keys[:pairs]:
+            pair_map[player] = (slices[at], slices[at + 1], slices[at + 2])
+            at += 3
+        facts, extracted = slices[at], slices[at + 1]
+        at += 2
+        open_map = dict(zip(keys[pairs : pairs + opened], slices[at : at + opened], strict=True))
+        at += opened
+        recent_map = dict(zip(keys[pairs + opened :], slices[at : at + recents], strict=True))
+        return CaptureView(world, pair_map, facts, extracted, open_map, recent_map)
+
+
+class CaptureView(msgspec.Struct, gc=False):
+    """The containers of an :class:`NpcCapture` (tuples of its records)."""
+
+    world: Triple
+    pairs: dict[str, Triple]
+    facts: tuple[Fact, ...]
+    extracted: tuple[str, ...]
+    open: dict[str, tuple[Turn, ...]]
+    recent: dict[str, tuple[ConversationSummary, ...]]
+
+
+class PlayerCapture(msgspec.Struct, gc=False):
+    """The state of one player's document at one instant (all of it immutable)."""
+
+    key: str
+    name: str
+    faction: str | None
+    room: str | None
+    profile: PlayerProfile
+    saved_at: float
+
+
+Capture = NpcCapture | PlayerCapture
+
+_NO_INTS: dict[str, int] = {}  # shared by captures of empty dicts: captures are never changed
+
+
+# What one msgspec.convert call copies out of a live handle: every list and dict of its
+# components (into tuples and dicts), the records themselves kept, the room read from
+# the Location's slot; nothing here runs Python code. Flattened into a capture at once.
+
+
+class _Pair(msgspec.Struct, gc=False):
+    episodic: tuple[EpisodicMemory, ...]
+    semantic: tuple[SemanticMemory, ...]
+    procedural: tuple[ProceduralMemory, ...]
+
+
+class _Bank(msgspec.Struct, gc=False):
+    world: _Pair
+    players: dict[str, _Pair]
     next_id: int
     milestones: dict[str, int]
 
 
-class RelationshipsState(msgspec.Struct, gc=False):
-    """A :class:`~npc_memory.components.Relationships`, captured."""
-
+class _Relationships(msgspec.Struct, gc=False):
     by_player: dict[str, Relationship]
 
 
-class WorkingState(msgspec.Struct, gc=False):
-    """A :class:`~npc_memory.components.WorkingMemory`, captured."""
-
+class _Working(msgspec.Struct, gc=False):
     open: dict[str, tuple[Turn, ...]]
     recent: dict[str, tuple[ConversationSummary, ...]]
     conversations: dict[str, int]
     extracted: tuple[str, ...]
 
 
-class KnowledgeState(msgspec.Struct, gc=False):
-    """A :class:`~npc_memory.components.KnowledgeBase`, captured."""
-
+class _Knowledge(msgspec.Struct, gc=False):
     facts: tuple[Fact, ...]
     next_id: int
 
 
-class LocationState(msgspec.Struct, gc=False, rename={"room": "_room"}):
-    """A :class:`~npc_memory.components.Location`, captured (read from its slot, so
-    capturing runs no Python code)."""
-
-    room: str | None = None
+class _Location(msgspec.Struct, gc=False, rename={"room": "_room"}):
+    room: str | None
 
 
-class NpcCapture(msgspec.Struct, gc=False, kw_only=True):
-    """The state of one NPC's document at one instant, in containers of its own.
-
-    Made by one ``msgspec.convert`` call over the NPC's handle (:func:`capture_npc`):
-    C code that copies every list and dict of the components into tuples and dicts
-    and keeps the frozen records themselves. No structs here are tracked by the
-    garbage collector and the tuples stop being tracked once it has seen them, so a
-    capture that lives until the next one is written costs collections little. A
-    capture takes part in no reference cycle and is never changed once made (but for
-    ``saved_at`` and ``archetype``, set right after)."""
-
+class _Npc(msgspec.Struct, gc=False):
     identity: Identity
     faction: FactionMember
-    location: LocationState
+    location: _Location
     traits: NpcTraits
-    bank: BankState
-    relationships: RelationshipsState
-    working: WorkingState
-    knowledge: KnowledgeState
-    archetype: str | None = None
-    saved_at: float = 0.0
-
-    @property
-    def key(self) -> str:
-        """The NPC's key."""
-        return self.identity.key
+    bank: _Bank
+    relationships: _Relationships
+    working: _Working
+    knowledge: _Knowledge
 
 
-class PlayerCapture(msgspec.Struct, gc=False, kw_only=True):
-    """The state of one player's document at one instant."""
-
+class _Player(msgspec.Struct, gc=False):
     identity: Identity
     faction: FactionMember
-    location: LocationState
+    location: _Location
     profile: PlayerProfile
-    saved_at: float = 0.0
-
-    @property
-    def key(self) -> str:
-        """The player's key."""
-        return self.identity.key
 
 
-Capture = NpcCapture | PlayerCapture
+def _copy(handle: Any) -> _Npc | _Player:
+    if hasattr(handle, "bank"):
+        return msgspec.convert(handle, _Npc, from_attributes=True)
+    return msgspec.convert(handle, _Player, from_attributes=True)
 
 
 def capture_handle(handle: Any, saved_at: float) -> Capture:
-    """Capture a live NPC's or player's handle (one C call; see :func:`capture_atomically`)."""
-    captured: Capture
-    if hasattr(handle, "bank"):
-        captured = msgspec.convert(handle, NpcCapture, from_attributes=True)
-        captured.archetype = captured.traits.archetype
-    else:
-        captured = msgspec.convert(handle, PlayerCapture, from_attributes=True)
-    captured.saved_at = saved_at
-    return captured
+    """Capture a live NPC's or player's handle on the thread that changes it."""
+    return _flat(_copy(handle), saved_at)
 
 
 def capture_atomically(handle: Any, saved_at: float) -> Capture:
-    """:func:`capture_handle` from a thread other than the one that changes the
-    components: with the garbage collector paused, the capture is one C call that
-    neither releases the GIL nor runs Python code, so no other thread runs meanwhile
-    and it sees the handle at one instant. Only valid where a GIL exists
-    (:func:`gil_enabled`)."""
+    """:func:`capture_handle` from another thread than the one that changes the
+    components: the copy is one C call that neither releases the GIL nor runs Python
+    code while the garbage collector is paused (a collection could run finalizers),
+    so no other thread runs meanwhile and it sees the handle at one instant. Only
+    valid where a GIL exists (:func:`gil_enabled`)."""
     paused = gc.isenabled()
     if paused:
-        gc.disable()  # a collection could run finalizers: Python code, a thread switch
+        gc.disable()
     try:
-        if hasattr(handle, "bank"):
-            captured: Capture = msgspec.convert(handle, NpcCapture, from_attributes=True)
-        else:
-            captured = msgspec.convert(handle, PlayerCapture, from_attributes=True)
+        copied = _copy(handle)
     finally:
         if paused:
             gc.enable()
-    if isinstance(captured, NpcCapture):
-        captured.archetype = captured.traits.archetype
-    captured.saved_at = saved_at
-    return captured
+    return _flat(copied, saved_at)
+
+
+def _flat(copied: _Npc | _Player, saved_at: float) -> Capture:
+    identity, faction = copied.identity, copied.faction.faction
+    if isinstance(copied, _Player):
+        room = copied.location.room
+        return PlayerCapture(identity.key, identity.name, faction, room, copied.profile, saved_at)
+    return _flatten(
+        identity.key,
+        identity.name,
+        faction,
+        copied.traits.archetype,
+        copied.location.room,
+        copied.traits,
+        saved_at,
+        copied.bank,
+        copied.relationships.by_player,
+        copied.working,
+        copied.knowledge,
+    )
+
+
+def _flatten(
+    key: str,
+    name: str,
+    faction: str | None,
+    archetype: str | None,
+    room: str | None,
+    traits: NpcTraits,
+    saved_at: float,
+    bank: Any,
+    relationships: dict[str, Relationship],
+    working: Any,
+    knowledge: Any,
+) -> NpcCapture:
+    """A capture of containers that no one changes any more (copies or stored)."""
+    world = bank.world
+    players = bank.players
+    opened = working.open
+    recent = working.recent
+    seqs: list[Sequence[Any]] = [world.episodic, world.semantic, world.procedural]
+    seqs += chain.from_iterable(map(_memories, players.values()))
+    seqs += (knowledge.facts, working.extracted)
+    seqs += opened.values()
+    seqs += recent.values()
+    layout = array("q", (len(players), len(opened), len(recent)))
+    layout.extend(map(len, seqs))  # the array is garbage once its bytes are taken
+    return NpcCapture(
+        key,
+        name,
+        faction,
+        archetype,
+        room,
+        traits,
+        saved_at,
+        bank.next_id,
+        knowledge.next_id,
+        tuple(chain.from_iterable(seqs)),
+        (*players, *opened, *recent),
+        layout.tobytes(),
+        relationships,
+        dict(bank.milestones) if bank.milestones else _NO_INTS,
+        dict(working.conversations) if working.conversations else _NO_INTS,
+    )
 
 
 def gil_enabled() -> bool:
@@ -198,77 +310,67 @@ def gil_enabled() -> bool:
 
 def capture_document(document: Document) -> Capture:
     """A capture of a stored document (one that is not in the live world)."""
-    identity = Identity(key=document.key, name=document.name)
-    location = LocationState(document.room)
     if isinstance(document, PlayerDocument):
         return PlayerCapture(
-            identity=identity,
-            faction=FactionMember(faction=document.faction),
-            location=location,
-            profile=document.profile,
-            saved_at=document.saved_at,
+            document.key, document.name, document.faction, document.room, document.profile, document.saved_at
         )
-    return NpcCapture(
-        identity=identity,
-        faction=FactionMember(faction=document.faction),
-        location=location,
-        traits=document.traits,
-        bank=msgspec.convert(document.bank, BankState, from_attributes=True),
-        relationships=msgspec.convert(document.relationships, RelationshipsState, from_attributes=True),
-        working=msgspec.convert(document.working, WorkingState, from_attributes=True),
-        knowledge=msgspec.convert(document.knowledge, KnowledgeState, from_attributes=True),
-        archetype=document.archetype,
-        saved_at=document.saved_at,
+    return _flatten(
+        document.key,
+        document.name,
+        document.faction,
+        document.archetype,
+        document.room,
+        document.traits,
+        document.saved_at,
+        document.bank,
+        document.relationships.by_player.copy(),
+        document.working,
+        document.knowledge,
     )
 
 
 def document_of_capture(capture: Capture) -> Document:
     """The document a capture holds, sharing the capture's records: encode it, never
     change it (its sequences are tuples)."""
-    c = capture
-    if isinstance(c, PlayerCapture):
+    if isinstance(capture, PlayerCapture):
         return PlayerDocument(
             v=SCHEMA_VERSION,
-            key=c.identity.key,
-            name=c.identity.name,
-            faction=c.faction.faction,
-            room=c.location.room,
-            profile=c.profile,
-            saved_at=c.saved_at,
+            key=capture.key,
+            name=capture.name,
+            faction=capture.faction,
+            room=capture.room,
+            profile=capture.profile,
+            saved_at=capture.saved_at,
         )
-    bank, working = c.bank, c.working
+    c, view = capture, capture.view()
     return NpcDocument(
         v=SCHEMA_VERSION,
-        key=c.identity.key,
-        name=c.identity.name,
-        faction=c.faction.faction,
+        key=c.key,
+        name=c.name,
+        faction=c.faction,
         archetype=c.archetype,
-        room=c.location.room,
+        room=c.room,
         traits=c.traits,
         bank=MemoryBank(
-            world=_pair(bank.world),
-            players={p: _pair(v) for p, v in bank.players.items()},
-            next_id=bank.next_id,
-            milestones=bank.milestones,
+            world=_pair(view.world),
+            players={p: _pair(t) for p, t in view.pairs.items()},
+            next_id=c.next_id,
+            milestones=c.milestones,
         ),
-        relationships=Relationships(by_player=c.relationships.by_player),
+        relationships=Relationships(by_player=c.relationships),
         working=WorkingMemory(
-            open=working.open,  # type: ignore[arg-type]  # tuples encode as lists
-            recent=working.recent,  # type: ignore[arg-type]
-            conversations=working.conversations,
-            extracted=working.extracted,  # type: ignore[arg-type]
+            open=view.open,  # type: ignore[arg-type]  # tuples encode as lists
+            recent=view.recent,  # type: ignore[arg-type]
+            conversations=c.conversations,
+            extracted=view.extracted,  # type: ignore[arg-type]
         ),
-        knowledge=KnowledgeBase(facts=c.knowledge.facts, next_id=c.knowledge.next_id),  # type: ignore[arg-type]
+        knowledge=KnowledgeBase(facts=view.facts, next_id=c.facts_next_id),  # type: ignore[arg-type]
         saved_at=c.saved_at,
     )
 
 
-def _pair(pair: PairState) -> PairMemories:
-    return PairMemories(
-        episodic=pair.episodic,  # type: ignore[arg-type]
-        semantic=pair.semantic,  # type: ignore[arg-type]
-        procedural=pair.procedural,  # type: ignore[arg-type]
-    )
+def _pair(triple: Triple) -> PairMemories:
+    return PairMemories(episodic=triple[0], semantic=triple[1], procedural=triple[2])  # type: ignore[arg-type]
 
 
 def encode_capture(capture: Capture) -> EncodedDocument:
@@ -385,6 +487,16 @@ def dict_edit(base: Mapping[str, V], new: Mapping[str, V]) -> _DictEdit | None:
     it differs from "kept keys in place, new keys appended" (``None``: equal)."""
     if base == new:  # values compare by identity first
         return None if list(base) == list(new) else _DictEdit({}, [], list(new))
+    old_keys, new_keys = list(base), list(new)
+    kept = len(old_keys)
+    if new_keys[:kept] == old_keys:  # the usual case: keys in place, maybe some appended
+        # values that are other objects (found in C), then those that differ in value
+        pairs = zip(old_keys, base.values(), new.values(), strict=False)  # new may be longer
+        others = compress(pairs, map(operator.is_not, base.values(), new.values()))
+        sets = {k: b for k, a, b in others if a != b}
+        for k in new_keys[kept:]:
+            sets[k] = new[k]
+        return _DictEdit(sets, [], None)
     gone = [k for k in base if k not in new]
     sets = {k: v for k, v in new.items() if k not in base or base[k] != v}
     expected = [k for k in base if k in new] + [k for k in new if k not in base]
@@ -408,34 +520,41 @@ def apply_dict_edit(
     return target
 
 
-_EMPTY = PairState()
+_EMPTY: Triple = ((), (), ())
 
 
-def _pair_edit(old: PairState, new: PairState) -> PairEdit:
-    return PairEdit(
-        list_edit(old.episodic, new.episodic),
-        list_edit(old.semantic, new.semantic),
-        list_edit(old.procedural, new.procedural),
+def _pair_edit(old: Triple, new: Triple) -> PairEdit:
+    return PairEdit(list_edit(old[0], new[0]), list_edit(old[1], new[1]), list_edit(old[2], new[2]))
+
+
+def diff(base_capture: NpcCapture, new_capture: NpcCapture, *, lsn: int, base_lsn: int) -> NpcPatch | None:
+    """The patch from ``base_capture`` to ``new_capture`` (two captures of one NPC), or
+    ``None`` if nothing persisted changed (``saved_at`` aside)."""
+    base, new = base_capture, new_capture
+    if base.items == new.items and base.keys == new.keys and base.layout == new.layout:
+        old = now = None  # the containers are the same: only the small fields can differ
+    else:
+        old, now = base.view(), new.view()
+    world = pairs = open_ = recent = extracted = facts = None
+    if old is not None and now is not None:
+        world = None if old.world == now.world else _pair_edit(old.world, now.world)
+        pairs = dict_edit(old.pairs, now.pairs)
+        open_ = dict_edit(old.open, now.open)
+        recent = dict_edit(old.recent, now.recent)
+        extracted = list_edit(old.extracted, now.extracted)
+        facts = list_edit(old.facts, now.facts)
+    relationships = dict_edit(base.relationships, new.relationships)
+    conversations = _whole_dict(base.conversations, new.conversations)
+    milestones = _whole_dict(base.milestones, new.milestones)
+    head_same = (base.name, base.faction, base.archetype, base.room, base.traits) == (
+        new.name,
+        new.faction,
+        new.archetype,
+        new.room,
+        new.traits,
     )
-
-
-def diff(base: NpcCapture, new: NpcCapture, *, lsn: int, base_lsn: int) -> NpcPatch | None:
-    """The patch from ``base`` to ``new`` (two captures of one NPC), or ``None`` if
-    nothing persisted changed (``saved_at`` aside)."""
-    old_bank, bank = base.bank, new.bank
-    world = None if old_bank.world == bank.world else _pair_edit(old_bank.world, bank.world)
-    pairs = dict_edit(old_bank.players, bank.players)
-    milestones = _whole_dict(old_bank.milestones, bank.milestones)
-    relationships = dict_edit(base.relationships.by_player, new.relationships.by_player)
-    old_working, working = base.working, new.working
-    open_ = dict_edit(old_working.open, working.open)
-    recent = dict_edit(old_working.recent, working.recent)
-    conversations = _whole_dict(old_working.conversations, working.conversations)
-    extracted = list_edit(old_working.extracted, working.extracted)
-    facts = list_edit(base.knowledge.facts, new.knowledge.facts)
-    head = (new.identity.name, new.faction.faction, new.archetype, new.location.room, new.traits)
     if (
-        head == (base.identity.name, base.faction.faction, base.archetype, base.location.room, base.traits)
+        head_same
         and world is None
         and pairs is None
         and relationships is None
@@ -445,30 +564,30 @@ def diff(base: NpcCapture, new: NpcCapture, *, lsn: int, base_lsn: int) -> NpcPa
         and milestones is None
         and extracted is None
         and facts is None
-        and old_bank.next_id == bank.next_id
-        and base.knowledge.next_id == new.knowledge.next_id
+        and base.next_id == new.next_id
+        and base.facts_next_id == new.facts_next_id
     ):
         return None
     patch = NpcPatch(
         lsn=lsn,
-        key=new.identity.key,
+        key=new.key,
         base=base_lsn,
-        name=new.identity.name,
-        faction=new.faction.faction,
+        name=new.name,
+        faction=new.faction,
         archetype=new.archetype,
-        room=new.location.room,
+        room=new.room,
         traits=new.traits,
         saved_at=new.saved_at,
         world=world,
-        next_id=None if old_bank.next_id == bank.next_id else bank.next_id,
+        next_id=None if base.next_id == new.next_id else new.next_id,
         milestones=milestones,
         conversations=conversations,
         extracted=extracted,
         facts=facts,
-        facts_next_id=None if base.knowledge.next_id == new.knowledge.next_id else new.knowledge.next_id,
+        facts_next_id=None if base.facts_next_id == new.facts_next_id else new.facts_next_id,
     )
-    if pairs is not None:
-        patch.pairs = {p: _pair_edit(old_bank.players.get(p, _EMPTY), v) for p, v in pairs.set.items()}
+    if pairs is not None and old is not None:
+        patch.pairs = {p: _pair_edit(old.pairs.get(p, _EMPTY), v) for p, v in pairs.set.items()}
         patch.pairs_gone, patch.pairs_order = pairs.gone, pairs.order
     if relationships is not None:
         patch.relationships = relationships.set
@@ -627,5 +746,6 @@ __all__ = [
     "diff",
     "document_of_capture",
     "encode_capture",
+    "gil_enabled",
     "list_edit",
 ]

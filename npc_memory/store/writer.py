@@ -45,9 +45,10 @@ log = logging.getLogger("npc_memory.store")
 
 MAINTENANCE_SLICE = 0.005
 """Seconds of store upkeep (checkpoint work) between two looks at the queue."""
-YIELD_EVERY = 0.0005
+YIELD_EVERY = 0.001
 """Seconds of work after which this thread lets other threads take the GIL: without
-it a thread that wants the GIL waits the interpreter's switch interval (5 ms)."""
+it a thread that wants the GIL waits the interpreter's switch interval (5 ms). With
+the game thread always busy this thread then gets about a sixth of the interpreter."""
 
 
 @dataclass
