@@ -27,7 +27,7 @@ import datetime
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from npc_memory.components import (
     FactionMember,
@@ -248,7 +248,7 @@ class PersistenceService:
         if not self._round_active and now - self._last_round_start >= budgets.snapshot_interval:
             self._start_round(now)
             if self.capture_on_writer:  # the writer captures the round: hand it the keys
-                keys, self._round = list(self._round), set()
+                keys, self._round = self._round, set()  # the writer owns the set now
                 self._submit_end([], now, keys)
                 self._round_active = True  # until the writer has captured them
         if not self._round_active:
@@ -279,7 +279,7 @@ class PersistenceService:
             self._start_round(now)
         keys, self._round = self._round, set()
         if self.capture_on_writer:  # this thread waits below: the writer sees one instant
-            self._submit_end([], now, list(keys))
+            self._submit_end([], now, keys)
         else:
             self._submit_end([c for c in map(self._capture, keys, [now] * len(keys)) if c is not None], now)
         self._last_round_start = now
@@ -383,7 +383,7 @@ class PersistenceService:
                 )
             )
 
-    def _submit_end(self, captures: list[Capture], now: float, keys: list[str] | None = None) -> None:
+    def _submit_end(self, captures: list[Capture], now: float, keys: Collection[str] = ()) -> None:
         """Submit the last batch of the current round (captures made here, or ``keys``
         for the writer to capture), with the metadata."""
         assert self.writer is not None
@@ -392,7 +392,7 @@ class PersistenceService:
         self.writer.submit(
             WriteBatch(
                 captures=captures,
-                keys=keys or [],
+                keys=keys,
                 deletions=deletions,
                 meta=self.meta(self._round_number),
                 round=self._round_number,

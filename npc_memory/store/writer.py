@@ -25,7 +25,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 
 from npc_memory.store.base import JournalStore, Store
@@ -59,7 +59,7 @@ class WriteBatch:
     is the game time of the oldest change the batch may carry."""
 
     captures: list[Capture] = field(default_factory=list)
-    keys: list[str] = field(default_factory=list)
+    keys: Collection[str] = ()
     deletions: list[str] = field(default_factory=list)
     meta: StoreMeta | None = None
     audit: list[AuditEntry] = field(default_factory=list)
