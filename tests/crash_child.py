@@ -7,7 +7,8 @@ Steps alternate between SnapshotSystem ticks and explicit saves. The child print
 promises the parent checks after the kill: "saved <n>" once ``save()`` returned (every
 NPC's step n is on disk) and "round <n>" once a snapshot round that started when every
 NPC was at step n or later is on disk. The store checkpoints every few kilobytes of
-journal, so kills land in journal appends and in checkpoints alike.
+journal, so kills land in journal appends and in checkpoints alike. The second argument
+says who captures round documents: the writer thread ("writer") or the tick ("tick").
 """
 
 from __future__ import annotations
@@ -18,19 +19,22 @@ import esper
 
 import npc_memory
 from npc_memory.content import load_pack, validate_pack
+from npc_memory.services import persistence as persistence_module
 from npc_memory.store import TinyDBStore
 
 NPCS = 12
 CHECKPOINT_BYTES = 16 * 1024
 
 
-def main(db: str) -> None:
+def main(db: str, capture: str) -> None:
+    if capture == "tick":
+        persistence_module.gil_enabled = lambda: False  # as on an interpreter without a GIL
     data = load_pack("village").model_dump()
     data["budgets"].update(snapshot_interval=1.0, snapshot_documents_per_tick=4, snapshot_tick_ms=1000.0)
     data["memory"].update(episodic_cap=5)
     store = TinyDBStore(db, checkpoint_bytes=CHECKPOINT_BYTES)
     plugin = npc_memory.install(world="crash", pack=validate_pack(data), store=store, seed=1)
-    persistence = plugin._persistence
+    service = plugin._persistence
     print("ready", flush=True)
     for i in range(NPCS):
         plugin.add_npc(key=f"npc{i:02d}")
@@ -50,14 +54,14 @@ def main(db: str) -> None:
             plugin.save()
             print(f"saved {done}", flush=True)
             continue
-        before = persistence.snapshots
+        before = service.snapshots
         esper.process(1.0)
-        if persistence.snapshots != before:
-            started[persistence.snapshots] = done
-        durable = persistence.writer.durable_round
+        if service.snapshots != before:
+            started[service.snapshots] = done
+        durable = service.writer.durable_round
         for number in [r for r in started if r <= durable]:
             print(f"round {started.pop(number)}", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])

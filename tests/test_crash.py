@@ -51,8 +51,9 @@ def test_kill_9_mid_snapshot_never_corrupts_or_loses_acknowledged_state(tmp_path
     acknowledged = 0
     torn = cut = 0
     for attempt in range(KILLS):
+        capture = ("writer", "tick")[attempt % 2]  # who captures round documents
         child = subprocess.Popen(
-            [sys.executable, str(CHILD), str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [sys.executable, str(CHILD), str(db), capture], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         assert child.stdout is not None and child.stderr is not None
         ready = child.stdout.readline()

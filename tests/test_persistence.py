@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -137,16 +138,18 @@ def test_what_was_saved_comes_back_exactly(
     st.lists(spawn_player, min_size=1, max_size=2),
     st.lists(st.lists(operation, max_size=15), min_size=2, max_size=4),
     st.integers(0, 2**32),
+    st.booleans(),
 )
 def test_sessions_that_patch_what_earlier_ones_saved_come_back_exactly(
     npcs: list[tuple[str | None, str | None]], players: list[tuple[str | None, str]],
-    sessions: list[list[tuple[Any, ...]]], seed: int
+    sessions: list[list[tuple[Any, ...]]], seed: int, on_writer: bool
 ) -> None:
     """Each session after the first writes patches against the documents it loaded;
     some sessions end with a checkpoint (a small journal is folded on close), some
-    leave their journal (checkpoint_bytes is large and close is told not to fold)."""
+    leave their journal (checkpoint_bytes is large and close is told not to fold).
+    Captures are made by the writer thread or by the tick."""
     reset_esper()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(persistence, "gil_enabled", lambda: on_writer):
         db = Path(tmp) / "world.db"
         before: dict[str, Any] = {}
         for number, ops in enumerate(sessions):
@@ -181,6 +184,37 @@ def test_after_a_restart_the_first_writes_are_patches(tmp_path: Path) -> None:
     plugin.add_npc(key="hilda")
     plugin.add_player(key="alice")
     assert [m.content for m in plugin.memories("hilda", "alice")] == ["Alice came back for more", "Alice bought nails"]
+    npc_memory.uninstall("w")
+
+
+@pytest.mark.parametrize("on_writer", [True, False])
+def test_the_oldest_unsaved_change_is_known(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_writer: bool) -> None:
+    monkeypatch.setattr(persistence, "gil_enabled", lambda: on_writer)
+    plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=10.0, per_tick=10), store=tmp_path / "w.db")
+    snapshot = next(p for p in plugin.processors if isinstance(p, SnapshotSystem))
+    service = snapshot.persistence
+
+    def oldest() -> float:
+        return service.oldest_unsaved(plugin.clock.now)
+
+    plugin.add_npc(key="hilda")
+    plugin.save()
+    assert oldest() == 0.0
+    tick("w", 3)
+    plugin.remember("hilda", None, "rain")  # at game second 3
+    tick("w", 1)
+    assert oldest() == 1.0  # dated to the tick before the one that saw it
+    tick("w", 5)
+    assert oldest() == 6.0  # a round is due at 10
+    tick("w", 1)
+    plugin.flush()
+    tick("w", 1)  # the round is on disk
+    assert oldest() == 0.0
+    plugin.remember("hilda", None, "wind")
+    tick("w", 2)
+    assert oldest() == 2.0
+    plugin.save()
+    assert oldest() == 0.0
     npc_memory.uninstall("w")
 
 

@@ -1,9 +1,12 @@
 """Snapshot records: consistent captures of a document's components, the patch between
 two captures of one document, and the journal records that carry them.
 
-A *capture* is taken on the tick thread: a shallow copy of every container of an
-NPC's components (lists and dicts of frozen records: pointer copies, no encoding), so
-the writer thread can read it while the game keeps mutating the live components.
+A *capture* is a copy of every container of an NPC's components (lists and dicts of
+frozen records: pointer copies, no encoding) that the writer can read while the game
+keeps changing the live components. It is one ``msgspec.convert`` call, C code that
+neither releases the GIL nor runs Python code, so the writer thread itself may make
+it (:func:`capture_atomically`): no other thread runs meanwhile. Without a GIL the
+thread that changes the components makes it (:func:`capture_handle`).
 
 A *patch* is computed on the writer thread between the capture last written for a key
 and a new one. Records are immutable, so a list that changed is described by runs of
