@@ -1,11 +1,14 @@
 """Child process of test_crash.py: runs a world that snapshots constantly until killed.
 
-Every round, each NPC remembers "round n" (a world memory) and records one interaction
+Every step, each NPC remembers "round n" (a world memory) and records one interaction
 with alice, so in any complete version of an NPC's document
 ``bank.next_id - 1 == interaction_count == n`` and its newest memory reads "round n".
-Rounds alternate between SnapshotSystem ticks and explicit saves; after each save the
-child prints "saved <n>", the promise that every NPC's round n is on disk (NPCs can be
-a round apart after a kill cut a snapshot round short).
+Steps alternate between SnapshotSystem ticks and explicit saves. The child prints the
+promises the parent checks after the kill: "saved <n>" once ``save()`` returned (every
+NPC's step n is on disk) and "round <n>" once a snapshot round that started when every
+NPC was at step n or later is on disk. The store checkpoints every few kilobytes of
+journal, so kills land in journal appends and in checkpoints alike. The second argument
+says who captures round documents: the writer thread ("writer") or the tick ("tick").
 """
 
 from __future__ import annotations
@@ -16,20 +19,28 @@ import esper
 
 import npc_memory
 from npc_memory.content import load_pack, validate_pack
+from npc_memory.services import persistence as persistence_module
+from npc_memory.store import TinyDBStore
 
 NPCS = 12
+CHECKPOINT_BYTES = 16 * 1024
 
 
-def main(db: str) -> None:
+def main(db: str, capture: str) -> None:
+    if capture == "tick":
+        persistence_module.gil_enabled = lambda: False  # as on an interpreter without a GIL
     data = load_pack("village").model_dump()
     data["budgets"].update(snapshot_interval=1.0, snapshot_documents_per_tick=4, snapshot_tick_ms=1000.0)
     data["memory"].update(episodic_cap=5)
-    plugin = npc_memory.install(world="crash", pack=validate_pack(data), store=db, seed=1)
+    store = TinyDBStore(db, checkpoint_bytes=CHECKPOINT_BYTES)
+    plugin = npc_memory.install(world="crash", pack=validate_pack(data), store=store, seed=1)
+    service = plugin._persistence
     print("ready", flush=True)
     for i in range(NPCS):
         plugin.add_npc(key=f"npc{i:02d}")
     plugin.add_player(key="alice")
     esper.switch_world("crash")
+    started: dict[int, int] = {}  # snapshot round -> the step every NPC had reached when it began
     step = 0
     while True:
         step += 1
@@ -38,13 +49,19 @@ def main(db: str) -> None:
             n = plugin.relationship(key, "alice").interaction_count + 1
             plugin.remember(key, None, f"round {n}")
             plugin.record_interaction(key, "alice")
+        done = min(plugin.relationship(f"npc{i:02d}", "alice").interaction_count for i in range(NPCS))
         if step % 4 == 0:
             plugin.save()
-            done = min(plugin.relationship(f"npc{i:02d}", "alice").interaction_count for i in range(NPCS))
             print(f"saved {done}", flush=True)
-        else:
-            esper.process(1.0)
+            continue
+        before = service.snapshots
+        esper.process(1.0)
+        if service.snapshots != before:
+            started[service.snapshots] = done
+        durable = service.writer.durable_round
+        for number in [r for r in started if r <= durable]:
+            print(f"round {started.pop(number)}", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])

@@ -1,5 +1,6 @@
-"""kill -9 at random moments while snapshots are written: the store always loads, every
-document is one complete version, and nothing acknowledged as saved is lost."""
+"""kill -9 at random moments while snapshots are written and checkpointed: the store
+always loads, every document is one complete version, and nothing acknowledged as
+saved (``save()`` returned, or a snapshot round was reported on disk) is lost."""
 
 from __future__ import annotations
 
@@ -10,38 +11,68 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
+
 from npc_memory.store import NpcDocument, TinyDBStore
+from npc_memory.store.journal import Journal, frames
 
 CHILD = Path(__file__).with_name("crash_child.py")
 KILLS = 50
+
+
+def torn_tail(db: Path) -> bool:
+    """Whether a journal segment ends in part of a record (a kill during an append)."""
+    journal = Journal(db / "journal")
+    for number in journal.segments():
+        data = journal.read(number)
+        end = max((offset + 12 + len(payload) for offset, payload in frames(data, "segment")), default=0)
+        if end != len(data):
+            return True
+    return False
+
+
+def mid_checkpoint(db: Path) -> bool:
+    """Whether a checkpoint was cut short: temporary files, or document files folded
+    past the lsn the metadata file records (segments not yet deleted)."""
+    if any(p.name.endswith(".tmp") for p in [*db.glob("*"), *(db / "docs").glob("*")]):
+        return True
+    meta = db / "meta.json"
+    folded = msgspec.json.decode(meta.read_bytes()).get("journal", {}).get("1", {}).get("lsn", 0) if meta.exists() else 0
+    for doc in (db / "docs").glob("*.json"):
+        lsn = msgspec.json.decode(doc.read_bytes()).get("journal", {}).get("1", {}).get("lsn", 0)
+        if lsn > folded:
+            return True
+    return False
 
 
 def test_kill_9_mid_snapshot_never_corrupts_or_loses_acknowledged_state(tmp_path: Path) -> None:
     db = tmp_path / "crash.db"
     rng = random.Random(20261129)
     acknowledged = 0
-    killed_mid_write = 0
+    torn = cut = 0
     for attempt in range(KILLS):
+        capture = ("writer", "tick")[attempt % 2]  # who captures round documents
         child = subprocess.Popen(
-            [sys.executable, str(CHILD), str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [sys.executable, str(CHILD), str(db), capture], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         assert child.stdout is not None and child.stderr is not None
         ready = child.stdout.readline()
         assert ready.strip() == "ready", f"attempt {attempt}: child failed: {ready}{child.stderr.read()}"
-        time.sleep(rng.uniform(0.0, 0.25))
+        time.sleep(rng.uniform(0.0, 0.4))
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
-        saved = [int(line.split()[1]) for line in child.stdout.read().splitlines() if line.startswith("saved")]
+        promises = [line.split() for line in child.stdout.read().splitlines()]
         child.stdout.close()
         child.stderr.close()
-        acknowledged = max([acknowledged, *saved])
-        killed_mid_write += any(p.name.endswith(".tmp") for p in (db / "docs").glob("*"))
+        acknowledged = max([acknowledged, *(int(n) for kind, n in promises if kind in ("saved", "round"))])
+        torn += torn_tail(db)
+        cut += mid_checkpoint(db)
 
-        store = TinyDBStore(db)  # the lock died with the child; loading must always succeed
+        store = TinyDBStore(db, checkpoint_on_close=False)  # the lock died with the child: loading must succeed
         try:
             contents = store.load()
         finally:
-            store.close()
+            store.close()  # leaves the journal as the kill left it, for the next child
         npcs = [d for d in contents.documents.values() if isinstance(d, NpcDocument)]
         assert len(npcs) == 12 or (not acknowledged and len(npcs) < 12), attempt
         for doc in npcs:
@@ -51,4 +82,5 @@ def test_kill_9_mid_snapshot_never_corrupts_or_loses_acknowledged_state(tmp_path
                 assert doc.bank.world.episodic[-1].content == f"round {rounds}", (attempt, doc.key)
             assert rounds >= acknowledged, (attempt, doc.key, rounds, acknowledged)  # nothing acknowledged lost
     assert acknowledged > 0
-    print(f"{KILLS} kills, last acknowledged round {acknowledged}, {killed_mid_write} left a half-written file")
+    print(f"{KILLS} kills, last acknowledged step {acknowledged}; {torn} cut a journal append short, "
+          f"{cut} cut a checkpoint short")

@@ -1,14 +1,16 @@
 """The plugin with a store: what is saved comes back exactly, snapshots are budgeted
-and incremental, the tick never waits on the disk, failures are retried."""
+and incremental (patches), the tick never waits on the disk, failures are retried,
+and the oldest unsaved change is known."""
 
 from __future__ import annotations
 
 import contextlib
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +21,9 @@ from npc_memory.components import DIMENSIONS, TriggerContext
 from npc_memory.content import load_pack
 from npc_memory.errors import StoreError
 from npc_memory.events import Event, Hostile, SnapshotFailed
-from npc_memory.store import AuditEntry, EncodedDocument, Store, StoreContents, StoreMeta, TinyDBStore
+from npc_memory.services import persistence
+from npc_memory.store import AuditEntry, EncodedDocument, JournalStore, StoreContents, StoreMeta, TinyDBStore
+from npc_memory.store.records import MetaRecord, NpcPatch, Put, Record
 from npc_memory.store.tinydb_store import file_name
 from npc_memory.systems.snapshot import SnapshotSystem
 
@@ -128,6 +132,92 @@ def test_what_was_saved_comes_back_exactly(
         npc_memory.uninstall("w")
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(spawn_npc, min_size=1, max_size=3),
+    st.lists(spawn_player, min_size=1, max_size=2),
+    st.lists(st.lists(operation, max_size=15), min_size=2, max_size=4),
+    st.integers(0, 2**32),
+    st.booleans(),
+)
+def test_sessions_that_patch_what_earlier_ones_saved_come_back_exactly(
+    npcs: list[tuple[str | None, str | None]], players: list[tuple[str | None, str]],
+    sessions: list[list[tuple[Any, ...]]], seed: int, on_writer: bool
+) -> None:
+    """Each session after the first writes patches against the documents it loaded;
+    some sessions end with a checkpoint (a small journal is folded on close), some
+    leave their journal (checkpoint_bytes is large and close is told not to fold).
+    Captures are made by the writer thread or by the tick."""
+    reset_esper()
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(persistence, "gil_enabled", lambda: on_writer):
+        db = Path(tmp) / "world.db"
+        before: dict[str, Any] = {}
+        for number, ops in enumerate(sessions):
+            store = TinyDBStore(db, checkpoint_on_close=number % 2 == 0)
+            plugin = npc_memory.install(world="w", store=store, seed=seed)
+            build(plugin, npcs, players)
+            if before:
+                assert components(plugin) == before
+            apply(plugin, ops, len(npcs), len(players))
+            tick("w", 61)  # a snapshot round (patches), then more changes saved by uninstall
+            apply(plugin, ops[:3], len(npcs), len(players))
+            before = components(plugin)
+            npc_memory.uninstall("w")
+
+
+def test_after_a_restart_the_first_writes_are_patches(tmp_path: Path) -> None:
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    plugin.remember("hilda", "alice", "Alice bought nails")
+    npc_memory.uninstall("w")
+    writes: list[list[str]] = []
+    store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes)
+    plugin = npc_memory.install(world="w", store=store)
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    plugin.remember("hilda", "alice", "Alice came back for more")
+    plugin.save()
+    assert writes == [["hilda"]] and store.kinds == ["patch"]
+    npc_memory.uninstall("w")
+    plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    assert [m.content for m in plugin.memories("hilda", "alice")] == ["Alice came back for more", "Alice bought nails"]
+    npc_memory.uninstall("w")
+
+
+@pytest.mark.parametrize("on_writer", [True, False])
+def test_the_oldest_unsaved_change_is_known(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_writer: bool) -> None:
+    monkeypatch.setattr(persistence, "gil_enabled", lambda: on_writer)
+    plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=10.0, per_tick=10), store=tmp_path / "w.db")
+    snapshot = next(p for p in plugin.processors if isinstance(p, SnapshotSystem))
+    service = snapshot.persistence
+
+    def oldest() -> float:
+        return service.oldest_unsaved(plugin.clock.now)
+
+    plugin.add_npc(key="hilda")
+    plugin.save()
+    assert oldest() == 0.0
+    tick("w", 3)
+    plugin.remember("hilda", None, "rain")  # at game second 3
+    tick("w", 1)
+    assert oldest() == 1.0  # dated to the tick before the one that saw it
+    tick("w", 5)
+    assert oldest() == 6.0  # a round is due at 10
+    tick("w", 1)
+    plugin.flush()
+    tick("w", 1)  # the round is on disk
+    assert oldest() == 0.0
+    plugin.remember("hilda", None, "wind")
+    tick("w", 2)
+    assert oldest() == 2.0
+    plugin.save()
+    assert oldest() == 0.0
+    npc_memory.uninstall("w")
+
+
 def test_arguments_win_and_omitted_ones_come_from_the_store(tmp_path: Path) -> None:
     plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
     plugin.add_npc(key="spy", name="Sly", archetype="innkeeper", faction="thieves", room="tavern")
@@ -173,7 +263,37 @@ def test_threshold_events_fire_once_per_crossing_across_a_restart(tmp_path: Path
     npc_memory.uninstall("w")
 
 
-def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path) -> None:
+@pytest.fixture
+def tick_captures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Captures on the tick, as on an interpreter without a GIL."""
+    monkeypatch.setattr(persistence, "gil_enabled", lambda: False)
+
+
+def test_the_writer_captures_each_round_and_the_tick_hands_it_the_keys(tmp_path: Path) -> None:
+    writes: list[list[str]] = []
+    store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes)
+    plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=10.0, per_tick=2), store=store)
+    snapshot = next(p for p in plugin.processors if isinstance(p, SnapshotSystem))
+    assert snapshot.persistence.capture_on_writer
+    for i in range(5):
+        plugin.add_npc(key=f"npc{i}")
+    tick("w", 9)
+    plugin.flush()
+    assert writes == [] and store.metas == []
+    tick("w", 1)  # interval reached: the whole round goes to the writer at once
+    plugin.flush()
+    assert [sorted(batch) for batch in writes] == [[f"npc{i}" for i in range(5)]]
+    assert store.metas[-1].clock == 10.0 and store.metas[-1].snapshots == 1
+    tick("w", 1)
+    assert not snapshot.persistence.round_active and snapshot.persistence.oldest_unsaved(plugin.clock.now) == 0.0
+    plugin.remember("npc3", None, "rain")
+    tick("w", 10)
+    plugin.flush()
+    assert writes[1:] == [["npc3"]] and store.kinds == ["put"] * 5 + ["patch"]
+    npc_memory.uninstall("w")
+
+
+def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path, tick_captures: None) -> None:
     writes: list[list[str]] = []
     store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes)
     plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=10.0, per_tick=2), store=store)
@@ -181,21 +301,29 @@ def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path) 
         plugin.add_npc(key=f"npc{i}")
     tick("w", 9)  # before the interval: nothing written
     plugin.flush()
-    assert writes == []
-    tick("w", 1)  # interval reached: a round starts, 2 documents per tick
-    tick("w", 2)
-    plugin.flush()
-    assert writes == [["npc0", "npc1"], ["npc2", "npc3"], ["npc4"]]
+    assert writes == [] and store.metas == []
+    for _ in range(3):  # interval reached: a round starts, 2 documents per tick
+        tick("w", 1)
+        plugin.flush()
+    assert [len(batch) for batch in writes] == [2, 2, 1]
+    assert sorted(k for batch in writes for k in batch) == [f"npc{i}" for i in range(5)]
+    assert store.kinds == ["put"] * 5  # first writes are whole documents
     assert store.metas[-1].clock == 12.0 and store.metas[-1].snapshots == 1
-    # Only what changed is written in the next round.
+    # Only what changed is written in the next round, as a patch.
     plugin.remember("npc3", None, "rain")
     tick("w", 10)
     plugin.flush()
-    assert writes[3:] == [["npc3"]]
+    assert writes[3:] == [["npc3"]] and store.kinds[5:] == ["patch"]
+    npc_memory.uninstall("w")
+    restored = npc_memory.install(world="w", store=tmp_path / "w.db")
+    assert [m.content for m in restored.memories("npc3")] == ["rain"]
     npc_memory.uninstall("w")
 
 
-def test_the_tick_never_waits_for_the_disk(tmp_path: Path) -> None:
+@pytest.mark.parametrize("on_writer", [True, False])
+def test_the_tick_never_waits_for_the_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_writer: bool) -> None:
+    monkeypatch.setattr(persistence, "MAX_BACKLOG", 3)
+    monkeypatch.setattr(persistence, "gil_enabled", lambda: on_writer)
     gate = threading.Event()
     writes: list[list[str]] = []
     store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes, gate=gate)
@@ -205,7 +333,11 @@ def test_the_tick_never_waits_for_the_disk(tmp_path: Path) -> None:
     tick("w", 20)  # the store is blocked: ticks return regardless
     assert writes == []
     snapshot = next(p for p in plugin.processors if isinstance(p, SnapshotSystem))
-    assert snapshot.persistence.in_flight <= 4  # encoding pauses while the writer is behind
+    assert snapshot.persistence.snapshots == 1  # no new round while the first is not captured
+    if not on_writer:
+        assert snapshot.persistence.backlog == 3  # tick capture pauses while the writer is behind
+    assert snapshot.persistence.round_active  # the rest of the round waits, coalescing changes
+    assert snapshot.persistence.oldest_unsaved(plugin.clock.now) >= 19.0
     gate.set()
     npc_memory.uninstall("w")  # flushes everything
     assert sorted(k for batch in writes for k in batch) == sorted(f"npc{i}" for i in range(12))
@@ -256,8 +388,10 @@ def test_remove_keeps_the_document_and_forget_deletes_it(tmp_path: Path) -> None
     plugin.remove("brandt", forget=True)
     npc_memory.uninstall("w")
     docs = tmp_path / "w.db" / "docs"
-    assert (docs / file_name("hilda")).exists() and not (docs / file_name("brandt")).exists()
     store = TinyDBStore(tmp_path / "w.db")
+    assert sorted(store.load().documents) == ["alice", "hilda"]
+    store.checkpoint()
+    assert (docs / file_name("hilda")).exists() and not (docs / file_name("brandt")).exists()
     assert [(e.action, e.target) for e in store.audit()] == [("forget", "brandt")]
     store.close()
     plugin = npc_memory.install(world="w", store=tmp_path / "w.db")
@@ -293,25 +427,42 @@ def test_the_demo_resumes_from_its_store(tmp_path: Path) -> None:
 
 
 class RecordingStore:
-    """A real store with a gate and a failure switch in front of it (test plumbing)."""
+    """A real store with a gate and a failure switch in front of its journal (test
+    plumbing): ``writes`` gets the document keys of each append, ``kinds`` their
+    record types, ``metas`` the metadata written."""
 
     def __init__(self, inner: TinyDBStore, writes: list[list[str]], gate: threading.Event | None = None, fail: int = 0) -> None:
         self.inner, self.writes, self.gate, self.fail = inner, writes, gate, fail
         self.metas: list[StoreMeta] = []
+        self.kinds: list[str] = []
 
     def load(self) -> StoreContents:
         return self.inner.load()
 
-    def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
+    def reserve_lsn(self) -> int:
+        return self.inner.reserve_lsn()
+
+    def append(self, records: Iterable[Record]) -> int:
         if self.gate is not None:
             self.gate.wait(timeout=30)
         if self.fail:
             self.fail -= 1
             raise OSError("disk full")
+        batch = list(records)
+        documents = [r for r in batch if isinstance(r, (Put, NpcPatch))]
         if documents:
-            self.writes.append([d.key for d in documents])
-        if meta is not None:
-            self.metas.append(meta)
+            self.writes.append([r.key for r in documents])
+            self.kinds += ["put" if isinstance(r, Put) else "patch" for r in documents]
+        self.metas += [r.meta for r in batch if isinstance(r, MetaRecord)]
+        return self.inner.append(batch)
+
+    def maintain(self, deadline: float) -> bool:
+        return self.inner.maintain(deadline)
+
+    def versions(self) -> Mapping[str, int]:
+        return self.inner.versions()
+
+    def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
         self.inner.write(documents, meta)
 
     def delete(self, keys: Iterable[str]) -> None:
@@ -333,7 +484,7 @@ class RecordingStore:
         self.inner.close()
 
 
-def test_recording_store_is_a_store(tmp_path: Path) -> None:
+def test_recording_store_is_a_journal_store(tmp_path: Path) -> None:
     store = RecordingStore(TinyDBStore(tmp_path / "x.db"), [])
-    assert isinstance(store, Store)
+    assert isinstance(store, JournalStore)
     store.close()

@@ -1,5 +1,6 @@
-"""The TinyDB backend: real TinyDB files, atomic writes with generations, locking,
-damage reporting, schema versions and migration."""
+"""The TinyDB backend: real TinyDB files (written by checkpoints), atomic writes with
+generations, locking, damage reporting, schema versions and migration. The journal
+itself is tested in test_store_journal.py."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def doc_path(store: TinyDBStore, key: str) -> Path:
 def test_every_file_is_a_tinydb_database(tmp_path: Path) -> None:
     store = TinyDBStore(tmp_path / "v.db")
     store.write([encode_document(npc("hilda")), encode_document(player("alice"))], StoreMeta(world="v"))
+    store.checkpoint()
     store.close()
     with TinyDB(doc_path(store, "hilda")) as db:
         [record] = db.table("npcs").all()
@@ -62,7 +64,9 @@ def test_msgspec_storage_works_under_tinydb_and_keeps_the_previous_generation(tm
 def test_writes_keep_the_previous_generation(tmp_path: Path) -> None:
     store = TinyDBStore(tmp_path / "v.db")
     store.write([encode_document(npc("hilda", trust=0.1))])
+    store.checkpoint()
     store.write([encode_document(npc("hilda", trust=0.9))])
+    store.checkpoint()
     prev = doc_path(store, "hilda").with_name(doc_path(store, "hilda").name + ".prev")
     assert msgspec.json.decode(prev.read_bytes())["npcs"]["1"]["relationships"]["by_player"]["alice"]["trust"] == 0.1
     store.close()
@@ -114,6 +118,7 @@ def test_refuses_directories_that_are_not_stores(tmp_path: Path) -> None:
 def test_damage_names_the_file_and_the_problem(tmp_path: Path, damage: object, problem: str) -> None:
     store = TinyDBStore(tmp_path / "v.db")
     store.write([encode_document(npc("hilda")), encode_document(npc("brandt"))])
+    store.checkpoint()
     path = doc_path(store, "hilda")
     path.write_bytes(damage(path.read_bytes()))  # type: ignore[operator]
     with pytest.raises(StoreCorruptError, match=problem) as info:
@@ -129,6 +134,7 @@ def test_damage_names_the_file_and_the_problem(tmp_path: Path, damage: object, p
 def test_a_document_in_the_wrong_file_is_damage(tmp_path: Path) -> None:
     store = TinyDBStore(tmp_path / "v.db")
     store.write([encode_document(npc("hilda")), encode_document(npc("brandt"))])
+    store.checkpoint()
     doc_path(store, "brandt").write_bytes(doc_path(store, "hilda").read_bytes())
     with pytest.raises(StoreCorruptError, match="holds the document of key 'hilda'"):
         store.load()
@@ -184,6 +190,9 @@ def test_schema_1_documents_are_migrated_with_threshold_state(tmp_path: Path) ->
     plugin.adjust_relationship("hilda", "alice", trust=-0.05)
     assert seen == []
     npc_memory.uninstall("v")
+    reopened = TinyDBStore(tmp_path / "v.db")
+    reopened.checkpoint()  # what the writer does in its idle time, or 'npc-memory repair'
+    reopened.close()
     assert b'"v":2' in doc_path(store, "hilda").read_bytes()  # rewritten in the current schema
 
 

@@ -1,12 +1,24 @@
-"""Persistence: documents of NPCs and players, snapshot rounds under a per-tick budget,
-``save()``, deleting forgotten keys, and the audit trail.
+"""Persistence: documents of NPCs and players, snapshot rounds, ``save()``, deleting
+forgotten keys, the audit trail, and how stale the store is.
 
 Every ``snapshot_interval`` game seconds a round starts with the keys marked dirty
-since the last one. Each tick encodes at most ``snapshot_documents_per_tick``
-documents (stopping early past ``snapshot_tick_ms``) and hands them to the store's
-writer thread; the round ends with the metadata (clock, random state, pending
-extractions). Disk work never happens on the tick, and a tick whose writer is still
-busy skips encoding.
+since the last one (a key changed ten times in an interval is written once) and the
+metadata (clock, random state, pending extractions) as of that tick. The round's
+documents are *captured* — their containers copied, records shared, nothing encoded
+(see :mod:`npc_memory.store.records`) — and the store's writer thread encodes them as
+patches against what it wrote last and appends them to the journal, one fsync per
+batch. The round is complete once its last batch is on disk.
+
+Where the interpreter has a GIL (every CPython before the free-threaded builds) the
+writer captures the round's documents itself, each with one C call that no other
+thread can interrupt: the tick only hands over the set of keys. Otherwise the tick
+captures them, ``snapshot_tick_ms`` and ``snapshot_documents_per_tick`` at a time.
+Disk work and encoding never happen on the tick.
+
+Shedding: a round starts only once the previous one is captured, and at most
+``MAX_BACKLOG`` tick captures wait for the writer; the keys meanwhile coalesce
+further changes. Nothing is dropped: a slow disk shows as a growing
+:meth:`PersistenceService.oldest_unsaved`.
 """
 
 from __future__ import annotations
@@ -14,7 +26,8 @@ from __future__ import annotations
 import datetime
 import logging
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Collection, Mapping
 
 from npc_memory.components import (
     FactionMember,
@@ -32,20 +45,27 @@ from npc_memory.store import (
     SCHEMA_VERSION,
     AuditEntry,
     Document,
-    EncodedDocument,
+    JournalStore,
     NpcDocument,
     PlayerDocument,
     Store,
     StoreMeta,
-    encode_document,
 )
 from npc_memory.store.documents import pack_rng_state
+from npc_memory.store.records import (
+    Capture,
+    NpcCapture,
+    capture_atomically,
+    capture_document,
+    capture_handle,
+    gil_enabled,
+)
 from npc_memory.store.writer import StoreWriter, WriteBatch
 
 log = logging.getLogger("npc_memory.snapshot")
 
-MAX_BATCHES_IN_FLIGHT = 4
-"""Encoding pauses while the writer has this many batches queued (slow disk)."""
+MAX_BACKLOG = 4096
+"""Captured documents that may wait for the writer; capture pauses beyond (slow disk)."""
 
 
 def document_of(handle: Handle, now: float) -> Document:
@@ -109,22 +129,54 @@ class PersistenceService:
         store: Store | None,
         pending: Callable[[], list[ExtractionJob]],
         snapshots: int = 0,
+        *,
+        capture_on_writer: bool | None = None,
     ) -> None:
         self.state = state
         self.store = store
         self.pending = pending
         self.snapshots = snapshots
-        """Snapshot rounds completed (or handed to the writer) over the store's life."""
-        self.writer = None if store is None else StoreWriter(store, name=f"npc-memory-{state.world}")
+        """Snapshot rounds numbered over the store's life (the last one started)."""
+        self.rounds_completed = 0
+        """Snapshot rounds (and saves) on disk since install."""
+        self.capture_on_writer = gil_enabled() if capture_on_writer is None else capture_on_writer
+        """Whether the writer thread captures round documents (needs a GIL)."""
+        self.writer = (
+            None
+            if store is None
+            else StoreWriter(store, name=f"npc-memory-{state.world}", capture=self._capture_atomically)
+        )
         state.persistent = store is not None
-        self._round: list[str] = []
-        self._round_position = 0
+        if isinstance(store, JournalStore) and self.writer is not None:
+            self._seed(store.versions())
+        self._round: set[str] = set()
+        self._round_number = 0
+        self._round_since: float | None = None
         self._round_active = False
         self._last_round_start = state.clock.now
+        self._previous_now = state.clock.now
+        self._since: float | None = None
+        """Game time of the oldest change not yet taken into a round (conservative:
+        the game time of the tick before the one that first saw it)."""
+        self._unsettled: deque[tuple[int, float]] = deque()
+        """(round, oldest change) of rounds taken and not yet on disk, oldest first."""
+        self._capture_cost = 0.0
+        """Recent wall seconds per capture (an exponential average), to stop in budget."""
+
+    def _seed(self, versions: Mapping[str, int]) -> None:
+        """Let the writer patch the loaded documents rather than rewrite them whole:
+        capture each as loaded (before anything changes it) at its lsn."""
+        assert self.writer is not None
+        for key, document in self.state.stored.items():
+            lsn = versions.get(key)
+            if lsn and isinstance(document, NpcDocument):
+                captured = capture_document(document)
+                assert isinstance(captured, NpcCapture)
+                self.writer.seed(key, lsn, captured)
 
     @property
     def round_active(self) -> bool:
-        """Whether a snapshot round is being written."""
+        """Whether a snapshot round is being captured."""
         return self._round_active
 
     # ------------------------------------------------------------------ documents
@@ -147,6 +199,7 @@ class PersistenceService:
         """Delete ``key``'s document, live or stored, from memory and the store."""
         self.state.stored.pop(key, None)
         self.state.dirty.discard(key)
+        self._round.discard(key)
         if self.writer is not None:
             self.state.deleted.add(key)
             self.audit("forget", key, actor)
@@ -184,33 +237,66 @@ class PersistenceService:
         """One tick's share of snapshot work: O(budget), never waits on the disk."""
         if self.writer is None:
             return
-        self._report_failures()
-        budgets = self.state.pack.budgets
-        due = self.state.clock.now - self._last_round_start >= budgets.snapshot_interval
-        if due and not self._round_active:
-            self._round = sorted(self.state.dirty)
-            self._round_position = 0
-            self.state.dirty.clear()
-            self._round_active = True
-            self._last_round_start = self.state.clock.now
-        if self._round_active and self.writer.in_flight < MAX_BATCHES_IN_FLIGHT:
-            self._encode_slice()
+        started = time.perf_counter()
+        state = self.state
+        now = state.clock.now
+        self._settle()
+        if self._since is None and (state.dirty or state.deleted):
+            self._since = self._previous_now  # changed at or after the previous tick
+        self._previous_now = now
+        budgets = state.pack.budgets
+        if not self._round_active and now - self._last_round_start >= budgets.snapshot_interval:
+            self._start_round(now)
+            if self.capture_on_writer:  # the writer captures the round: hand it the keys
+                keys, self._round = self._round, set()  # the writer owns the set now
+                self._submit_end([], now, keys)
+                self._round_active = True  # until the writer has captured them
+        if not self._round_active:
+            return
+        if self.capture_on_writer:
+            self._round_active = self.writer.captured_round < self._round_number
+        elif self.writer.backlog < MAX_BACKLOG:
+            self._capture_slice(now, started + budgets.snapshot_tick_ms / 1000.0)
 
     def save(self) -> None:
         """Write everything dirty now and wait until it is on disk; raises
         :class:`StoreError` if any write failed (the changes stay queued)."""
         if self.writer is None:
             return
-        self._report_failures()
-        keys = sorted(set(self._round[self._round_position :]) | self.state.dirty)
-        self.state.dirty.clear()
-        self._round, self._round_position, self._round_active = [], 0, False
-        self._last_round_start = self.state.clock.now
-        self._submit([d for d in map(self._encode, keys) if d is not None], complete=True)
+        self._settle()
+        state = self.state
+        now = state.clock.now
+        if state.dirty or state.deleted:
+            self._since = self._previous_now if self._since is None else self._since
+        if self._round_active and not self.capture_on_writer:  # the round takes in everything dirty
+            self._round |= state.dirty
+            state.dirty = set()
+            if self._since is not None and self._round_since is not None:
+                self._round_since = min(self._round_since, self._since)
+                self._unsettled[-1] = (self._round_number, self._round_since)
+            self._since = None
+        else:  # (a round the writer is capturing goes on; this one follows it)
+            self._start_round(now)
+        keys, self._round = self._round, set()
+        if self.capture_on_writer:  # this thread waits below: the writer sees one instant
+            self._submit_end([], now, keys)
+        else:
+            self._submit_end([c for c in map(self._capture, keys, [now] * len(keys)) if c is not None], now)
+        self._last_round_start = now
         self.writer.drain()
-        failures = self._report_failures()
+        failures = self._settle()
         if failures:
             raise StoreError(f"saving to {self.store!r} failed: {failures[0]}") from failures[0]
+
+    def oldest_unsaved(self, now: float) -> float:
+        """Game seconds since the oldest change not yet durably written (0.0: the store
+        holds everything). Conservative by up to one tick: a change is dated to the
+        tick before the one that first saw it."""
+        self._settle()
+        times = [since for _, since in self._unsettled]
+        if self._since is not None:
+            times.append(self._since)
+        return max(0.0, now - min(times)) if times else 0.0
 
     def drain(self) -> None:
         """Wait until the writer has written every batch handed to it."""
@@ -222,6 +308,11 @@ class PersistenceService:
         """Batches handed to the writer and not yet written."""
         return 0 if self.writer is None else self.writer.in_flight
 
+    @property
+    def backlog(self) -> int:
+        """Captured documents handed to the writer and not yet written."""
+        return 0 if self.writer is None else self.writer.backlog
+
     def close(self) -> None:
         """Stop the writer (after what it holds is written) and close the store."""
         if self.writer is not None:
@@ -229,45 +320,106 @@ class PersistenceService:
         if self.store is not None:
             self.store.close()
 
-    def _encode_slice(self) -> None:
-        budgets = self.state.pack.budgets
-        deadline = time.perf_counter() + budgets.snapshot_tick_ms / 1000.0
-        encoded: list[EncodedDocument] = []
-        limit = budgets.snapshot_documents_per_tick
-        while self._round_position < len(self._round) and len(encoded) < limit:
-            if encoded and time.perf_counter() > deadline:
+    def _start_round(self, now: float) -> None:
+        state = self.state
+        self.snapshots += 1
+        self._round_number = self.snapshots
+        self._round, state.dirty = state.dirty, set()  # O(1): the round owns the old set
+        self._round_since = now if self._since is None else self._since
+        self._since = None
+        self._unsettled.append((self._round_number, self._round_since))
+        self._round_active = True
+        self._last_round_start = now
+
+    def _capture_slice(self, now: float, deadline: float) -> None:
+        """Capture round documents until the next one would pass ``deadline`` (judged
+        by the recent cost of a capture) or the count cap; at least one per tick."""
+        limit = self.state.pack.budgets.snapshot_documents_per_tick
+        captures: list[Capture] = []
+        pending = self._round
+        clock = time.perf_counter
+        start = at = clock()
+        taken = 0
+        while pending and taken < limit:
+            if taken and at + self._capture_cost > deadline:
                 break
-            document = self._encode(self._round[self._round_position])
-            self._round_position += 1
-            if document is not None:
-                encoded.append(document)
-        complete = self._round_position >= len(self._round)
-        if complete:
-            self._round_active = False
-        self._submit(encoded, complete=complete)
+            captured = self._capture(pending.pop(), now)
+            taken += 1
+            if captured is not None:
+                captures.append(captured)
+            at = clock()
+        if taken:
+            self._capture_cost += ((at - start) / taken - self._capture_cost) * 0.25
+        if pending:
+            self._submit(captures)
+        else:
+            self._submit_end(captures, now)
 
-    def _encode(self, key: str) -> EncodedDocument | None:
-        document = self.document(key)
-        return None if document is None else encode_document(document)
+    def _capture(self, key: str, now: float) -> Capture | None:
+        """Capture ``key``'s document on the thread that changes the components."""
+        handle = self.state.registry.live(key)
+        if handle is None:
+            stored = self.state.stored.get(key)
+            return None if stored is None else capture_document(stored)
+        return capture_handle(handle, now)
 
-    def _submit(self, encoded: list[EncodedDocument], *, complete: bool) -> None:
+    def _capture_atomically(self, key: str) -> Capture | None:
+        """Capture ``key``'s document on the writer thread (see
+        :func:`~npc_memory.store.records.capture_atomically`)."""
+        handle = self.state.registry.live(key)
+        if handle is None:
+            stored = self.state.stored.get(key)  # stored documents are not changed
+            return None if stored is None else capture_document(stored)
+        return capture_atomically(handle, self.state.clock.now)
+
+    def _submit(self, captures: list[Capture]) -> None:
         assert self.writer is not None
         deletions = sorted(self.state.deleted)
         self.state.deleted.clear()
-        meta = None
-        if complete:
-            self.snapshots += 1
-            meta = self.meta(self.snapshots)
-        if encoded or deletions or meta is not None:
-            self.writer.submit(WriteBatch(documents=encoded, deletions=deletions, meta=meta))
+        if captures or deletions:
+            self.writer.submit(
+                WriteBatch(
+                    captures=captures, deletions=deletions, round=self._round_number, since=self._round_since
+                )
+            )
 
-    def _report_failures(self) -> list[Exception]:
+    def _submit_end(self, captures: list[Capture], now: float, keys: Collection[str] = ()) -> None:
+        """Submit the last batch of the current round (captures made here, or ``keys``
+        for the writer to capture), with the metadata."""
         assert self.writer is not None
+        deletions = sorted(self.state.deleted)
+        self.state.deleted.clear()
+        self.writer.submit(
+            WriteBatch(
+                captures=captures,
+                keys=keys,
+                deletions=deletions,
+                meta=self.meta(self._round_number),
+                round=self._round_number,
+                since=self._round_since,
+            )
+        )
+        self._round_active = False
+
+    def _settle(self) -> list[Exception]:
+        """Take in what the writer finished: failed batches go back to dirty (dated as
+        old as their round), rounds on disk stop counting as unsaved."""
+        if self.writer is None:
+            return []
+        durable = self.writer.durable_round  # read first: failures before it are queued by now
         errors = []
         for batch, error in self.writer.take_failures():
             log.error("snapshot write to %r failed (will retry): %s", self.store, error)
-            self.state.dirty.update(d.key for d in batch.documents)
+            self.state.dirty.update(c.key for c in batch.captures)
+            self.state.dirty.update(batch.keys)
             self.state.deleted.update(batch.deletions)
+            if batch.since is not None:
+                self._since = batch.since if self._since is None else min(self._since, batch.since)
             errors.append(error)
             self.state.publish(SnapshotFailed(game_time=self.state.clock.now, error=str(error)))
+        while self._unsettled and self._unsettled[0][0] <= durable and not (
+            self._round_active and self._unsettled[0][0] == self._round_number
+        ):
+            self._unsettled.popleft()
+            self.rounds_completed += 1
         return errors

@@ -1,10 +1,11 @@
 """Persistence: snapshots of NPC and player components in a local document store.
 
-``TinyDBStore`` (a directory of TinyDB databases) is the default backend; any object
-following the :class:`Store` protocol can take its place.
+``TinyDBStore`` (a directory of TinyDB databases and a journal) is the default
+backend; any object following the :class:`Store` protocol can take its place (one
+following :class:`JournalStore` also gets patches and one fsync per batch).
 """
 
-from npc_memory.store.base import Store, StoreContents
+from npc_memory.store.base import JournalStore, Store, StoreContents
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -23,6 +24,7 @@ __all__ = [
     "AuditEntry",
     "Document",
     "EncodedDocument",
+    "JournalStore",
     "MigrationContext",
     "MsgspecStorage",
     "NpcDocument",

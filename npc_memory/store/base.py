@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 import msgspec
 
 from npc_memory.store.documents import AuditEntry, Document, EncodedDocument, StoreMeta
+from npc_memory.store.records import Record
 
 
 class StoreContents(msgspec.Struct, kw_only=True):
-    """Everything a store holds: its metadata (``None`` when new) and documents by key."""
+    """Everything a store holds: its metadata (``None`` when new) and documents by key;
+    ``lsns``: for a journaled store, the log sequence number each document is at."""
 
     meta: StoreMeta | None
     documents: dict[str, Document]
+    lsns: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 @runtime_checkable
@@ -56,4 +59,28 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release the store (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class JournalStore(Store, Protocol):
+    """A store with an append-only journal: the snapshot writer appends whole
+    documents, patches against the version it wrote last (see
+    :mod:`npc_memory.store.records`), deletions and metadata, one fsync per batch, and
+    lets the store do its upkeep (checkpoints) in idle time."""
+
+    def reserve_lsn(self) -> int:
+        """A new log sequence number, higher than any the store holds."""
+        ...
+
+    def append(self, records: Iterable[Record]) -> int:
+        """Append ``records`` in order, durable when it returns; returns bytes written."""
+        ...
+
+    def maintain(self, deadline: float) -> bool:
+        """Upkeep until ``deadline`` (``time.perf_counter()``); whether work remains."""
+        ...
+
+    def versions(self) -> Mapping[str, int]:
+        """The lsn of each document as the last ``load`` returned it (empty before)."""
         ...

@@ -1,4 +1,4 @@
-"""The default store: a directory of TinyDB databases, one per NPC or player.
+"""The default store: TinyDB databases (one per NPC or player) and a journal.
 
 Layout of a store directory (``village.db/``)::
 
@@ -6,11 +6,21 @@ Layout of a store directory (``village.db/``)::
     meta.json             TinyDB database, table "meta": the StoreMeta document
     docs/<slug>.json      TinyDB database per NPC (table "npcs") or player ("players")
     docs/<slug>.json.prev the previous good generation of that file
+    journal/<n>.log       append-only journal segments (see npc_memory.store.journal)
     audit.jsonl           append-only audit log, one JSON object per line
 
-Every file is valid TinyDB JSON (``TinyDB(path)`` reads it) and is replaced
-atomically, so a crash leaves each document whole, old or new. A snapshot rewrites
-only the documents that changed: its cost does not grow with the size of the world.
+Writes go to the journal: a batch of records (whole documents, patches, deletions,
+metadata) is appended and made durable with one fsync, whatever the number of
+documents. A *checkpoint* (:meth:`TinyDBStore.maintain`, a slice at a time on the
+writer thread) folds sealed journal segments into the document files, replacing each
+atomically (``.prev`` keeps the previous generation), then deletes the segments.
+Loading reads the document files and replays the journal over them.
+
+Every data file is valid TinyDB JSON (``TinyDB(path)`` reads it). Besides its table,
+each holds a table ``journal`` with the log sequence number (lsn) of the last journal
+record folded into it, so replay skips what a file already holds, also after a crash
+in the middle of a checkpoint. The document files show the state as of the last
+checkpoint; the store (``load``, every ``npc-memory`` tool) shows the journal's too.
 """
 
 from __future__ import annotations
@@ -18,9 +28,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import logging
 import os
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -38,6 +51,7 @@ from npc_memory.store.documents import (
     NpcDocument,
     PlayerDocument,
     StoreMeta,
+    encode_document,
 )
 from npc_memory.store.files import (
     PREVIOUS_SUFFIX,
@@ -47,11 +61,37 @@ from npc_memory.store.files import (
     remove_durably,
     write_atomic,
 )
+from npc_memory.store.journal import Journal, frames
 from npc_memory.store.migrations import MigrationContext, migrate_document
+from npc_memory.store.records import (
+    Delete,
+    DeleteHead,
+    MetaHead,
+    MetaRecord,
+    NpcPatch,
+    PatchHead,
+    Put,
+    Record,
+    SegmentHead,
+    SegmentHeader,
+    apply_patch,
+    document_decoder,
+    head_decoder,
+    record_decoder,
+    record_encoder,
+)
+
+log = logging.getLogger("npc_memory.store")
 
 META_FILE = "meta.json"
 DOCS_DIR = "docs"
+JOURNAL_DIR = "journal"
 AUDIT_FILE = "audit.jsonl"
+DEFAULT_CHECKPOINT_BYTES = 64 * 1024 * 1024
+"""Journal bytes after which the writer starts a checkpoint in its idle time."""
+CLOSE_CHECKPOINT_KEYS = 256
+"""``close`` folds the journal when it changes at most this many documents (a small
+world's files are then current after a clean shutdown; a large one closes at once)."""
 LOCK_FILE = "LOCK"
 OWNER_FILE = "LOCK.owner"
 """Holds the process id of the store's owner, for the error a second opener gets."""
@@ -84,17 +124,33 @@ class MsgspecStorage(Storage):
         write_atomic(self.path, msgspec.json.encode(data))
 
 
+class _Lsn(msgspec.Struct):
+    lsn: int
+
+
 class _DocFile(msgspec.Struct, omit_defaults=True):
     npcs: dict[str, NpcDocument] = msgspec.field(default_factory=dict)
     players: dict[str, PlayerDocument] = msgspec.field(default_factory=dict)
+    journal: dict[str, _Lsn] = msgspec.field(default_factory=dict)
 
 
 class _MetaFile(msgspec.Struct):
     meta: dict[str, StoreMeta]
+    journal: dict[str, _Lsn] = msgspec.field(default_factory=dict)
+
+
+class _LsnOnly(msgspec.Struct):
+    journal: dict[str, _Lsn] = msgspec.field(default_factory=dict)
+
+
+def _lsn_of(table: dict[str, _Lsn]) -> int:
+    return max((entry.lsn for entry in table.values()), default=0)
 
 
 _doc_file_decoder = msgspec.json.Decoder(_DocFile)
 _meta_decoder = msgspec.json.Decoder(_MetaFile)
+_lsn_decoder = msgspec.json.Decoder(_LsnOnly)
+_HEADER = record_encoder.encode(SegmentHeader())
 _audit_encoder = msgspec.json.Encoder()
 _audit_decoder = msgspec.json.Decoder(AuditEntry)
 
@@ -106,12 +162,40 @@ def file_name(key: str) -> str:
     return f"{slug}-{digest}.json"
 
 
+@dataclass
+class _Entry:
+    """One journal record of a key in the segments being folded."""
+
+    lsn: int
+    kind: str  # "put", "patch" or "delete"
+    payload: memoryview
+
+
+@dataclass
+class _Fold:
+    """A checkpoint in progress: sealed segments folded into the document files."""
+
+    segments: list[int]
+    data: list[bytes]  # keeps the segments' bytes alive for the payload views
+    entries: dict[str, list[_Entry]]
+    keys: list[str]
+    meta: MetaRecord | None
+    top: int
+    strict: bool
+    position: int = 0
+    problems: list[str] = field(default_factory=list)
+    keep: bool = False  # a document could not be folded: keep the segments
+
+
 class TinyDBStore:
     """The TinyDB-format store directory at ``path`` (created if missing).
 
     The store is locked for as long as it is open: a second opener, in this process
     or another, gets :class:`StoreLockedError`. Documents older than the current
     schema are migrated when read (``migration`` supplies what a migration needs).
+    ``checkpoint_bytes``: journal size past which :meth:`maintain` starts a checkpoint;
+    ``checkpoint_on_close``: let :meth:`close` fold a small journal (off for readers
+    that must not write, such as ``export`` and ``inspect``).
     """
 
     def __init__(
@@ -120,9 +204,13 @@ class TinyDBStore:
         *,
         create: bool = True,
         migration: MigrationContext | None = None,
+        checkpoint_bytes: int = DEFAULT_CHECKPOINT_BYTES,
+        checkpoint_on_close: bool = True,
     ) -> None:
         self.path = Path(path)
         self.migration = migration or MigrationContext()
+        self.checkpoint_bytes = checkpoint_bytes
+        self.checkpoint_on_close = checkpoint_on_close
         self._lock: filelock.BaseFileLock | None = None
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"{self.path} is a file, not a store directory")
@@ -135,6 +223,13 @@ class TinyDBStore:
         (self.path / DOCS_DIR).mkdir(exist_ok=True)
         self._acquire()
         self._clean_temporaries()
+        self._journal = Journal(self.path / JOURNAL_DIR)
+        self._lsn: int | None = None  # the highest lsn in use, once known
+        self._fold: _Fold | None = None
+        self._unfolded = self._journal.bytes_on_disk()
+        self._leftover = bool(self._journal.segments())  # an earlier session's journal
+        self._segment_keys: dict[int, set[str]] = {}  # keys each known segment changes
+        self._versions: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"TinyDBStore({str(self.path)!r})"
@@ -142,36 +237,64 @@ class TinyDBStore:
     # ------------------------------------------------------------------ reading
 
     def load(self) -> StoreContents:
-        """Every document and the metadata. Raises :class:`StoreCorruptError` naming the
-        first damaged file, :class:`StoreVersionError` for a newer schema; nothing is
-        dropped or reset."""
-        meta = self.read_meta()
+        """Every document and the metadata: the document files with the journal
+        replayed over them. Raises :class:`StoreCorruptError` naming the first damaged
+        file, :class:`StoreVersionError` for a newer schema; nothing is dropped or
+        reset (but a torn last journal record, which was never acknowledged)."""
+        meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
         documents: dict[str, Document] = {}
+        lsns: dict[str, int] = {}
         was_enabled = gc.isenabled()
         gc.disable()  # decoding builds many container objects: skip the collector meanwhile
         try:
             for path in self._document_paths():
-                document = self._read_document(path)
+                document, lsn = self._read_document_and_lsn(path)
                 documents[document.key] = document
+                lsns[document.key] = lsn
+            meta, top = self._replay(documents, lsns, meta, meta_lsn)
         finally:
             if was_enabled:
                 gc.enable()
         gc.freeze()  # loaded state is long-lived: keep it out of future collections
-        return StoreContents(meta=meta, documents=documents)
+        self._lsn = max(self._lsn or 0, top, *lsns.values())
+        self._versions = {key: lsns[key] for key in documents}
+        return StoreContents(meta=meta, documents=documents, lsns=dict(self._versions))
+
+    def versions(self) -> dict[str, int]:
+        """The lsn of each document as the last :meth:`load` returned it."""
+        return self._versions
 
     def read_meta(self) -> StoreMeta | None:
-        """The store metadata, or ``None`` for a new store."""
-        return self._read_meta_file(self.path / META_FILE)
+        """The store metadata (the journal's latest), or ``None`` for a new store."""
+        meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
+        latest: memoryview | None = None
+        for _, head, payload in self._journal_records():
+            if isinstance(head, MetaHead) and head.lsn > meta_lsn:
+                latest, meta_lsn = payload, head.lsn
+        if latest is not None:
+            record = record_decoder.decode(latest)
+            assert isinstance(record, MetaRecord)
+            meta = self._checked_meta(record.meta, str(self.path / JOURNAL_DIR))
+        return meta
 
     def _read_meta_file(self, path: Path) -> StoreMeta | None:
+        return self._read_meta_and_lsn(path)[0]
+
+    def _read_meta_and_lsn(self, path: Path) -> tuple[StoreMeta | None, int]:
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
-            return None
+            return None, 0
         try:
-            meta = next(iter(_meta_decoder.decode(raw).meta.values()))
-        except (msgspec.DecodeError, StopIteration) as exc:
+            parsed = _meta_decoder.decode(raw)
+        except msgspec.DecodeError as exc:
             raise StoreCorruptError(str(path), _describe(exc)) from exc
+        lsn = _lsn_of(parsed.journal)
+        if not parsed.meta:  # checkpointed before any metadata was written
+            return None, lsn
+        return self._checked_meta(next(iter(parsed.meta.values())), str(path)), lsn
+
+    def _checked_meta(self, meta: StoreMeta, source: str) -> StoreMeta:
         if meta.schema_version > SCHEMA_VERSION:
             raise StoreVersionError(
                 f"store {self.path} has schema version {meta.schema_version}, newer than this "
@@ -207,35 +330,67 @@ class TinyDBStore:
         else:
             self._read_document(path, name=name)
 
+    def check_journal(self) -> list[str]:
+        """Problems in the journal segments (damaged records), without raising."""
+        problems = []
+        for number in self._journal.segments():
+            path = self._journal.path(number)
+            try:
+                for _ in frames(self._journal.read(number), str(path)):
+                    pass
+            except StoreCorruptError as exc:
+                problems.append(f"{path}: {exc.problem}")
+        return problems
+
     def keys(self) -> list[str]:
-        """Keys of every stored document (decodes each file)."""
-        return [self._read_document(p).key for p in self._document_paths()]
+        """Keys of every stored document (loads the store)."""
+        return sorted(self.load().documents)
 
     # ------------------------------------------------------------------ writing
 
+    def reserve_lsn(self) -> int:
+        """A new log sequence number, higher than any the store holds."""
+        if self._lsn is None:
+            self._lsn = self._scan_lsn()
+        self._lsn += 1
+        return self._lsn
+
+    def append(self, records: Iterable[Record]) -> int:
+        """Append ``records`` to the journal and fsync once; returns the bytes
+        written. Durable when it returns; on an error nothing is acknowledged and the
+        segment is sealed (its tail may be torn; the next append starts a new one)."""
+        if not self._journal.current:
+            self._journal.open_segment(_HEADER)
+        keys = self._segment_keys.setdefault(self._journal.current, set())
+        try:
+            written = self._journal.write(_encoded(records, keys))
+            self._journal.sync()
+        except BaseException:
+            self._journal.seal()
+            raise
+        self._unfolded += written
+        return written
+
     def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
-        """Write ``documents`` (then ``meta``) atomically and durably, each replacing the
-        previous version of its key; returns once all of it is on disk."""
-        docs_dir = self.path / DOCS_DIR
-        for document in documents:
-            table = _TABLES[document.kind].encode()
-            data = b'{"' + table + b'":{"1":' + document.data + b"}}"
-            write_atomic(docs_dir / file_name(document.key), data, sync_dir=False)
-        if documents:
-            fsync_dir(docs_dir)
+        """Write ``documents`` (then ``meta``), each replacing the previous version of
+        its key; durable when it returns (one journal append)."""
+        records: list[Record] = [
+            Put(lsn=self.reserve_lsn(), key=d.key, kind=d.kind, data=d.data) for d in documents
+        ]
         if meta is not None:
-            self.write_meta(meta)
+            records.append(MetaRecord(lsn=self.reserve_lsn(), meta=meta))
+        if records:
+            self.append(records)
 
     def delete(self, keys: Iterable[str]) -> None:
-        """Delete the documents of ``keys`` (and their previous generations)."""
-        docs_dir = self.path / DOCS_DIR
-        for key in keys:
-            remove_durably(docs_dir / file_name(key), sync_dir=False)
-        fsync_dir(docs_dir)
+        """Delete the documents of ``keys`` (missing keys are ignored)."""
+        records: list[Record] = [Delete(lsn=self.reserve_lsn(), key=key) for key in keys]
+        if records:
+            self.append(records)
 
     def write_meta(self, meta: StoreMeta) -> None:
-        """Replace the store metadata atomically."""
-        write_atomic(self.path / META_FILE, msgspec.json.encode({"meta": {"1": meta}}))
+        """Replace the store metadata."""
+        self.append([MetaRecord(lsn=self.reserve_lsn(), meta=meta)])
 
     def append_audit(self, entry: AuditEntry) -> None:
         """Append one entry to the audit log and fsync it."""
@@ -244,11 +399,275 @@ class TinyDBStore:
             handle.flush()
             os.fsync(handle.fileno())
 
+    # ------------------------------------------------------------------ checkpoints
+
+    def maintain(self, deadline: float) -> bool:
+        """Checkpoint work until ``deadline`` (``time.perf_counter()``), if due: the
+        journal outgrew ``checkpoint_bytes`` or an earlier session left segments.
+        Returns whether work remains. Safe to stop anywhere (a crash too)."""
+        if self._fold is None:
+            if not (self._leftover or self._unfolded >= self.checkpoint_bytes):
+                return False
+            self._fold = self._begin_fold(strict=True)
+            if self._fold is None:
+                return False
+        if not self._fold_step(self._fold, deadline):
+            return True
+        self._finish_fold(self._fold)
+        self._fold = None
+        return self._unfolded >= self.checkpoint_bytes
+
+    def checkpoint(self, *, strict: bool = True) -> list[str]:
+        """Fold the whole journal into the document files now. With ``strict`` off
+        (repair), damaged records and changes that no longer apply are skipped and
+        described in the returned list instead of raising."""
+        if self._fold is not None and self._fold.strict != strict:
+            self._fold = None
+        fold = self._fold or self._begin_fold(strict=strict, all_segments=True)
+        self._fold = None
+        if fold is None:
+            return []
+        self._fold_step(fold, float("inf"))
+        self._finish_fold(fold)
+        return fold.problems
+
+    def _begin_fold(self, *, strict: bool, all_segments: bool = False) -> _Fold | None:
+        journal = self._journal
+        if journal.current and (all_segments or journal.size > len(_HEADER) + 12):
+            journal.seal()  # appends go to a new segment from here
+        sealed = [n for n in journal.segments() if n != journal.current]
+        if not sealed:
+            self._leftover = False
+            return None
+        entries: dict[str, list[_Entry]] = {}
+        data: list[bytes] = []
+        meta: tuple[int, memoryview] | None = None
+        top = 0
+        for _, head, payload in self._journal_records(sealed, keep=data, skip_damage=not strict):
+            top = max(top, head.lsn)
+            if isinstance(head, MetaHead):
+                if meta is None or head.lsn > meta[0]:
+                    meta = (head.lsn, payload)
+            elif not isinstance(head, SegmentHead):
+                kind = "patch" if isinstance(head, PatchHead) else "put"
+                if isinstance(head, DeleteHead):
+                    kind = "delete"
+                entries.setdefault(head.key, []).append(_Entry(head.lsn, kind, payload))
+        meta_record = None
+        if meta is not None:
+            record = record_decoder.decode(meta[1])
+            assert isinstance(record, MetaRecord)
+            meta_record = record
+        self._leftover = False
+        self._unfolded = journal.size
+        return _Fold(sealed, data, entries, list(entries), meta_record, top, strict)
+
+    def _fold_step(self, fold: _Fold, deadline: float) -> bool:
+        while fold.position < len(fold.keys):
+            key = fold.keys[fold.position]
+            try:
+                self._fold_key(fold, key, fold.entries[key])
+            except StoreCorruptError as exc:
+                if fold.strict:
+                    raise
+                fold.problems.append(f"{key}: {exc.path}: {exc.problem} (its journal changes were kept)")
+                fold.keep = True
+            fold.position += 1
+            if time.perf_counter() >= deadline:
+                break
+        return fold.position >= len(fold.keys)
+
+    def _fold_key(self, fold: _Fold, key: str, entries: list[_Entry]) -> None:
+        path = self.path / DOCS_DIR / file_name(key)
+        shard_lsn = self._shard_lsn(path)
+        entries = [e for e in entries if e.lsn > shard_lsn]  # the rest is in the file already
+        if not entries:
+            return
+        last_whole = max((i for i, e in enumerate(entries) if e.kind != "patch"), default=-1)
+        document: Document
+        if last_whole < 0:
+            if not path.exists():
+                self._fold_problem(fold, key, "changes a document whose file is missing")
+                return
+            document, lsn, patches = self._read_document(path), shard_lsn, entries
+        else:
+            head = entries[last_whole]
+            patches = entries[last_whole + 1 :]
+            if head.kind == "delete":
+                if patches:
+                    self._fold_problem(fold, key, f"changes at lsn {patches[0].lsn} after its deletion")
+                remove_durably(path, sync_dir=False)
+                return
+            put = record_decoder.decode(head.payload)
+            assert isinstance(put, Put)
+            if not patches:
+                self._write_shard(path, put.kind, put.data, put.lsn)
+                return
+            document, lsn = document_decoder.decode(put.data), put.lsn
+        for entry in patches:
+            patch = record_decoder.decode(entry.payload)
+            assert isinstance(patch, NpcPatch)
+            problem = _misfit(document, patch, lsn)
+            if problem is None:
+                try:
+                    apply_patch(cast(NpcDocument, document), patch)
+                except ValueError as exc:
+                    problem = str(exc)
+            if problem is not None:
+                self._fold_problem(fold, key, f"change at lsn {patch.lsn} does not apply: {problem}")
+                break
+            lsn = patch.lsn
+        encoded = encode_document(document)
+        self._write_shard(path, encoded.kind, encoded.data, lsn)
+
+    def _fold_problem(self, fold: _Fold, key: str, problem: str) -> None:
+        if fold.strict:
+            raise StoreCorruptError(str(self.path / JOURNAL_DIR), f"document {key!r}: {problem}")
+        fold.problems.append(f"{key}: {problem} (skipped)")
+
+    def _finish_fold(self, fold: _Fold) -> None:
+        fsync_dir(self.path / DOCS_DIR)
+        meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
+        if fold.meta is not None and fold.meta.lsn > meta_lsn:
+            meta = fold.meta.meta
+        if fold.keep:  # the journal still holds what a damaged file could not take
+            return
+        self._write_meta_file(meta, max(meta_lsn, fold.top))
+        self._journal.remove(fold.segments)
+        for number in fold.segments:
+            self._segment_keys.pop(number, None)
+        fold.data.clear()
+
+    def _write_shard(self, path: Path, kind: str, data: bytes, lsn: int) -> None:
+        table = _TABLES[kind].encode()
+        body = b'{"' + table + b'":{"1":' + data + b'},"journal":{"1":{"lsn":' + str(lsn).encode() + b"}}}"
+        write_atomic(path, body, sync_dir=False)
+
+    def _write_meta_file(self, meta: StoreMeta | None, lsn: int) -> None:
+        if meta is None and not lsn:
+            return
+        tables: dict[str, Any] = {"meta": {} if meta is None else {"1": meta}}
+        if lsn:
+            tables["journal"] = {"1": {"lsn": lsn}}
+        write_atomic(self.path / META_FILE, msgspec.json.encode(tables))
+
+    def _shard_lsn(self, path: Path) -> int:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return 0
+        try:
+            return _lsn_of(_lsn_decoder.decode(raw).journal)
+        except msgspec.DecodeError as exc:
+            raise StoreCorruptError(str(path), _describe(exc)) from exc
+
+    # ------------------------------------------------------------------ journal replay
+
+    def _journal_records(
+        self,
+        numbers: Sequence[int] | None = None,
+        *,
+        keep: list[bytes] | None = None,
+        skip_damage: bool = False,
+    ) -> Iterator[tuple[int, Any, memoryview]]:
+        """``(segment, head, payload)`` of every record of the segments, in order."""
+        for number in self._journal.segments() if numbers is None else numbers:
+            path = self._journal.path(number)
+            try:
+                data = self._journal.read(number)
+            except FileNotFoundError:
+                continue
+            if keep is not None:
+                keep.append(data)
+            first = True
+            for offset, payload in frames(data, str(path), skip_damage=skip_damage):
+                try:
+                    head = head_decoder.decode(payload)
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    raise StoreCorruptError(f"{path}@{offset}", _describe(exc)) from exc
+                if first:
+                    if not isinstance(head, SegmentHead):
+                        raise StoreCorruptError(str(path), "journal segment without a header")
+                    self._check_segment_version(path, head.schema_version)
+                    first = False
+                    continue
+                yield number, head, payload
+
+    def _check_segment_version(self, path: Path, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"{path} has schema version {version}, newer than this npc-memory "
+                f"understands ({SCHEMA_VERSION})"
+            )
+        if version < SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"{path} was written with schema version {version}; open the store with the npc-memory "
+                f"that wrote it and run 'npc-memory repair' to fold its journal, then upgrade"
+            )
+
+    def _replay(
+        self, documents: dict[str, Document], lsns: dict[str, int], meta: StoreMeta | None, meta_lsn: int
+    ) -> tuple[StoreMeta | None, int]:
+        top = meta_lsn
+        for number, head, payload in self._journal_records():
+            lsn, key = head.lsn, head.key
+            top = max(top, lsn)
+            if key:
+                self._segment_keys.setdefault(number, set()).add(key)
+            if isinstance(head, MetaHead):
+                if lsn > meta_lsn:
+                    record = record_decoder.decode(payload)
+                    assert isinstance(record, MetaRecord)
+                    meta, meta_lsn = self._checked_meta(record.meta, str(self._journal.path(number))), lsn
+                continue
+            current = lsns.get(key, 0)
+            if lsn <= current:
+                continue  # already in the document file
+            source = str(self._journal.path(number))
+            try:
+                record = record_decoder.decode(payload)
+                if isinstance(record, Put):
+                    documents[key] = document_decoder.decode(record.data)
+                elif isinstance(record, Delete):
+                    documents.pop(key, None)
+                else:
+                    assert isinstance(record, NpcPatch)
+                    document = documents.get(key)
+                    problem = _misfit(document, record, current)
+                    if problem is not None:
+                        raise StoreCorruptError(source, f"document {key!r}: change at lsn {lsn} {problem}")
+                    apply_patch(cast(NpcDocument, document), record)
+            except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+                raise StoreCorruptError(source, f"document {key!r} at lsn {lsn}: {_describe(exc)}") from exc
+            lsns[key] = lsn
+        return meta, top
+
+    def _scan_lsn(self) -> int:
+        top = self._read_meta_and_lsn(self.path / META_FILE)[1]
+        for _, head, _ in self._journal_records():
+            top = max(top, head.lsn)
+        return top
+
     def close(self) -> None:
-        """Release the store's lock (idempotent)."""
+        """Close the journal and release the store's lock (idempotent). The journal is
+        folded first if it changes at most ``CLOSE_CHECKPOINT_KEYS`` documents (and all
+        of it was read or written here); otherwise the next open replays it."""
+        if self._lock is not None and self.checkpoint_on_close and self._small_journal():
+            try:
+                self.checkpoint()
+            except (OSError, StoreError) as exc:  # the journal keeps everything
+                log.warning("checkpoint on closing %r failed: %s", self, exc)
+        self._fold = None
+        self._journal.close()
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+    def _small_journal(self) -> bool:
+        segments = self._journal.segments()
+        if not segments or any(n not in self._segment_keys for n in segments if n != self._journal.current):
+            return False
+        return len(set().union(*self._segment_keys.values())) <= CLOSE_CHECKPOINT_KEYS
 
     # ------------------------------------------------------------------ internals
 
@@ -256,12 +675,17 @@ class TinyDBStore:
         yield from sorted((self.path / DOCS_DIR).glob("*.json"))
 
     def _read_document(self, path: Path, name: str | None = None) -> Document:
+        return self._read_document_and_lsn(path, name)[0]
+
+    def _read_document_and_lsn(self, path: Path, name: str | None = None) -> tuple[Document, int]:
         try:
             raw = path.read_bytes()
         except OSError as exc:
             raise StoreCorruptError(str(path), f"cannot read: {exc}") from exc
+        lsn = 0
         try:
             parsed = _doc_file_decoder.decode(raw)
+            lsn = _lsn_of(parsed.journal)
             documents: list[Document] = [*parsed.npcs.values(), *parsed.players.values()]
             if len(documents) != 1:
                 raise StoreCorruptError(str(path), f"expected one document, found {len(documents)}")
@@ -276,13 +700,14 @@ class TinyDBStore:
             raise StoreCorruptError(
                 str(path), f"holds the document of key {document.key!r}, which belongs elsewhere"
             )
-        return document
+        return document, lsn
 
     def _migrate(
         self, path: Path, raw: bytes, version: int | None, error: Exception | None = None
     ) -> Document:
         try:
             tables = msgspec.json.decode(raw)
+            tables.pop("journal", None)
             [(table, entries)] = tables.items()
             [payload] = entries.values()
             version = int(payload.get("v", 1)) if version is None else version
@@ -331,7 +756,26 @@ class TinyDBStore:
 
 def is_store(path: Path) -> bool:
     """Whether ``path`` looks like an npc-memory store directory."""
-    return (path / META_FILE).exists() or (path / DOCS_DIR).is_dir() or (path / LOCK_FILE).exists()
+    return any((path / name).exists() for name in (META_FILE, DOCS_DIR, JOURNAL_DIR, LOCK_FILE))
+
+
+def _encoded(records: Iterable[Record], keys: set[str]) -> Iterator[bytes]:
+    for record in records:
+        key = getattr(record, "key", None)
+        if key is not None:
+            keys.add(key)
+        yield record_encoder.encode(record)
+
+
+def _misfit(document: Document | None, patch: NpcPatch, current: int) -> str | None:
+    """Why ``patch`` does not apply to ``document`` (at lsn ``current``), if it does not."""
+    if document is None:
+        return "applies to a document the store does not hold"
+    if not isinstance(document, NpcDocument):
+        return "applies to a player's document"
+    if patch.base != current:
+        return f"applies to lsn {patch.base}, but the store holds lsn {current}"
+    return None
 
 
 def store_files(path: Path) -> list[Path]:

@@ -46,7 +46,7 @@ _export_encoder = msgspec.json.Encoder(order="deterministic")
 
 def export_store(path: str | os.PathLike[str]) -> bytes:
     """The whole store at ``path`` as export JSON (indented, newline-terminated)."""
-    store = TinyDBStore(path, create=False)
+    store = TinyDBStore(path, create=False, checkpoint_on_close=False)
     try:
         contents = store.load()
     finally:
@@ -108,7 +108,7 @@ def import_store(
     export = parse_export(data, source=source)
     store = TinyDBStore(path)
     try:
-        existing = set(store.keys())
+        existing = set(store.load().documents)
         if mode == "new" and existing:
             raise StoreError(
                 f"store {path} already holds {len(existing)} documents; use --merge or --replace"
@@ -119,6 +119,7 @@ def import_store(
             store.delete(stale)
         if export.meta is not None:
             store.write_meta(export.meta)
+        store.checkpoint()  # the document files hold the import, not just the journal
         store.append_audit(
             _audit(
                 "import", str(path), mode=mode, source=source,
@@ -132,17 +133,21 @@ def import_store(
 
 class RepairReport(msgspec.Struct, kw_only=True):
     """What ``repair`` found: files restored from their previous generation, files
-    damaged beyond repair (with the problem), and how many files were sound."""
+    damaged beyond repair (with the problem), how many files were sound, and what
+    folding the journal into the files had to skip (damaged records, changes that no
+    longer apply to a restored older generation)."""
 
     restored: list[str] = msgspec.field(default_factory=list)
     unrecoverable: list[tuple[str, str]] = msgspec.field(default_factory=list)
     sound: int = 0
+    journal: list[str] = msgspec.field(default_factory=list)
 
 
 def repair_store(path: str | os.PathLike[str]) -> RepairReport:
     """Check every data file of the store; restore each damaged one from its previous
     good generation. A damaged file is kept beside it as ``<name>.broken`` (nothing is
-    silently dropped); a file with no good previous generation is reported."""
+    silently dropped); a file with no good previous generation is reported. Then the
+    journal is folded into the files, skipping (and reporting) what cannot apply."""
     store = TinyDBStore(path, create=False)
     report = RepairReport()
     try:
@@ -159,13 +164,16 @@ def repair_store(path: str | os.PathLike[str]) -> RepairReport:
                 os.replace(file, file.with_name(file.name + ".broken"))
             write_atomic(file, previous.read_bytes(), keep_previous=False)
             report.restored.append(str(file))
-        if report.restored or report.unrecoverable:
+        report.journal = store.check_journal()
+        report.journal += store.checkpoint(strict=False)
+        if report.restored or report.unrecoverable or report.journal:
             store.append_audit(
                 _audit(
                     "repair",
                     str(path),
                     restored=report.restored,
                     unrecoverable=[f for f, _ in report.unrecoverable],
+                    journal=report.journal,
                 )
             )
     finally:
@@ -175,7 +183,7 @@ def repair_store(path: str | os.PathLike[str]) -> RepairReport:
 
 def inspect_store(path: str | os.PathLike[str], npc: str | None = None) -> str:
     """A readable summary of the store, or of one NPC's memories and relationships."""
-    store = TinyDBStore(path, create=False)
+    store = TinyDBStore(path, create=False, checkpoint_on_close=False)
     try:
         contents = store.load()
         audit = store.audit()

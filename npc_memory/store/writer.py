@@ -1,49 +1,118 @@
-"""One background thread that applies write batches to a store, in order.
+"""One background thread that turns snapshot batches into store writes, in order.
 
-The tick only encodes documents and submits batches; file writes and fsyncs happen
-here, so a slow disk never stalls a frame. Failed batches are reported back to the
-tick (:meth:`StoreWriter.take_failures`) rather than raised on this thread.
+A batch names documents to write either as *captures* (made by the tick, see
+:mod:`npc_memory.store.records`) or as *keys*, which this thread captures itself with
+the ``capture`` function it was given (one C call per document, atomic under the
+GIL). Encoding, patches, file writes and fsyncs happen here, so a slow disk or a
+large document never stalls a frame. This thread gives up the GIL at least every
+``YIELD_EVERY`` seconds of work, so a game thread waking up never waits for it long.
+
+With a :class:`~npc_memory.store.base.JournalStore` every batch waiting in the queue
+is written as one group: each NPC captured before becomes a patch against the
+capture this thread wrote last for it, anything else a whole document; one journal
+append, one fsync. While no batch waits, the store gets slices of upkeep time
+(checkpoints). Any other :class:`~npc_memory.store.base.Store` gets whole documents
+through ``write``.
+
+Failed batches are reported back to the tick (:meth:`StoreWriter.take_failures`)
+rather than raised on this thread; the keys of a failed group are written whole next
+time, since what reached the disk of it is unknown.
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
+import time
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 
-from npc_memory.store.base import Store
-from npc_memory.store.documents import AuditEntry, EncodedDocument, StoreMeta
+from npc_memory.store.base import JournalStore, Store
+from npc_memory.store.documents import AuditEntry, StoreMeta
+from npc_memory.store.records import (
+    Capture,
+    Delete,
+    MetaRecord,
+    NpcCapture,
+    Put,
+    Record,
+    diff,
+    encode_capture,
+)
+
+log = logging.getLogger("npc_memory.store")
+
+MAINTENANCE_SLICE = 0.005
+"""Seconds of store upkeep (checkpoint work) between two looks at the queue."""
+YIELD_EVERY = 0.001
+"""Seconds of work after which this thread lets other threads take the GIL: without
+it a thread that wants the GIL waits the interpreter's switch interval (5 ms). With
+the game thread always busy this thread then gets about a sixth of the interpreter."""
 
 
 @dataclass
 class WriteBatch:
-    """Deletions, then documents, then metadata, then audit entries, written in that order."""
+    """Deletions, then documents (``captures``, then ``keys`` to capture here), then
+    metadata, then audit entries, written in that order. ``round`` is the snapshot
+    round the batch belongs to (0: none); a batch with ``meta`` completes it. ``since``
+    is the game time of the oldest change the batch may carry."""
 
-    documents: list[EncodedDocument] = field(default_factory=list)
+    captures: list[Capture] = field(default_factory=list)
+    keys: Collection[str] = ()
     deletions: list[str] = field(default_factory=list)
     meta: StoreMeta | None = None
     audit: list[AuditEntry] = field(default_factory=list)
+    round: int = 0
+    since: float | None = None
 
 
 class StoreWriter:
     """Applies :class:`WriteBatch` es to ``store`` on a daemon thread."""
 
-    def __init__(self, store: Store, name: str = "npc-memory") -> None:
+    def __init__(
+        self, store: Store, name: str = "npc-memory", capture: Callable[[str], Capture | None] | None = None
+    ) -> None:
         self.store = store
+        self.capture = capture
+        """Captures the document of a key on this thread (for batches with ``keys``)."""
+        self.journaled = isinstance(store, JournalStore)
+        self._base: dict[str, tuple[int, NpcCapture]] = {}
+        """The capture last written for each NPC and its lsn (patches apply to it)."""
         self._queue: queue.Queue[WriteBatch | None] = queue.Queue()
         self._failures: queue.SimpleQueue[tuple[WriteBatch, Exception]] = queue.SimpleQueue()
+        self._submitted = 0  # captures submitted (tick thread only)
+        self._written = 0  # captures written or failed (writer thread only)
+        self.durable_round = 0
+        """The last snapshot round whose completing batch is on disk."""
+        self.captured_round = 0
+        """The last snapshot round whose documents this thread has captured."""
+        self._yielded = time.perf_counter()
+        self.bytes_written = 0
+        """Journal bytes appended by this writer."""
         self._thread = threading.Thread(target=self._run, name=f"{name}-store-writer", daemon=True)
         self._thread.start()
+
+    def seed(self, key: str, lsn: int, capture: NpcCapture) -> None:
+        """Patch ``key``'s next version against ``capture`` (the document the store holds
+        at ``lsn``); call before submitting anything."""
+        self._base[key] = (lsn, capture)
 
     @property
     def in_flight(self) -> int:
         """Batches submitted and not yet written."""
         return self._queue.unfinished_tasks
 
+    @property
+    def backlog(self) -> int:
+        """Captured documents submitted and not yet written."""
+        return self._submitted - self._written
+
     def submit(self, batch: WriteBatch) -> None:
         """Queue ``batch``; returns at once."""
         if not self._thread.is_alive():
             raise RuntimeError("the store writer is closed")
+        self._submitted += len(batch.captures) + len(batch.keys)
         self._queue.put(batch)
 
     def drain(self) -> None:
@@ -65,20 +134,124 @@ class StoreWriter:
             self._queue.put(None)
             self._thread.join()
 
+    # ------------------------------------------------------------------ the thread
+
     def _run(self) -> None:
+        upkeep = self.journaled
         while True:
-            batch = self._queue.get()
-            if batch is None:
-                self._queue.task_done()
-                return
             try:
-                if batch.deletions:
-                    self.store.delete(batch.deletions)
-                if batch.documents or batch.meta is not None:
-                    self.store.write(batch.documents, batch.meta)
+                batch = self._queue.get_nowait() if upkeep else self._queue.get()
+            except queue.Empty:
+                upkeep = self._maintain()
+                continue
+            group = [batch]
+            while batch is not None:  # everything queued goes in one group: one fsync
+                try:
+                    batch = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                group.append(batch)
+            batches = [b for b in group if b is not None]
+            if batches:
+                self._write(batches)
+                upkeep = self.journaled
+            for _ in group:
+                self._queue.task_done()
+            if group[-1] is None:
+                return
+
+    def _maintain(self) -> bool:
+        assert isinstance(self.store, JournalStore)
+        try:
+            return self.store.maintain(time.perf_counter() + MAINTENANCE_SLICE)
+        except Exception:  # a checkpoint that fails is retried after the next write
+            log.exception("checkpoint of %r failed; the journal keeps everything meanwhile", self.store)
+            return False
+
+    def _write(self, batches: list[WriteBatch]) -> None:
+        updates: dict[str, tuple[int, NpcCapture] | None] = {}
+        try:
+            if self.journaled:
+                assert isinstance(self.store, JournalStore)
+                self.bytes_written += self.store.append(self._records(batches, updates))
+            else:
+                self._write_whole(batches)
+            for batch in batches:
                 for entry in batch.audit:
                     self.store.append_audit(entry)
-            except Exception as exc:  # reported to the tick thread, which retries
+        except Exception as exc:  # reported to the tick thread, which retries
+            for batch in batches:
+                for key in (*(c.key for c in batch.captures), *batch.keys, *batch.deletions):
+                    self._base.pop(key, None)
                 self._failures.put((batch, exc))
-            finally:
-                self._queue.task_done()
+        else:
+            for key, base in updates.items():
+                if base is None:
+                    self._base.pop(key, None)
+                else:
+                    self._base[key] = base
+            self.durable_round = max([self.durable_round, *(b.round for b in batches if b.meta is not None)])
+        finally:
+            self._written += sum(len(b.captures) + len(b.keys) for b in batches)
+            ended = [b.round for b in batches if b.meta is not None]
+            self.captured_round = max([self.captured_round, *ended])
+
+    def _records(
+        self, batches: list[WriteBatch], updates: dict[str, tuple[int, NpcCapture] | None]
+    ) -> Iterator[Record]:
+        """The journal records of ``batches``, in order (generated while the store
+        writes, so encoding and writing interleave)."""
+        store = self.store
+        assert isinstance(store, JournalStore)
+        for batch in batches:
+            for key in batch.deletions:
+                updates[key] = None
+                yield Delete(lsn=store.reserve_lsn(), key=key)
+            for capture in self._captures(batch):
+                key = capture.key
+                base = updates[key] if key in updates else self._base.get(key)
+                if not isinstance(capture, NpcCapture):
+                    encoded = encode_capture(capture)
+                    yield Put(lsn=store.reserve_lsn(), key=key, kind=encoded.kind, data=encoded.data)
+                    updates[key] = None
+                    continue
+                lsn = store.reserve_lsn()
+                if base is None:
+                    encoded = encode_capture(capture)
+                    yield Put(lsn=lsn, key=key, kind=encoded.kind, data=encoded.data)
+                else:
+                    patch = diff(base[1], capture, lsn=lsn, base_lsn=base[0])
+                    if patch is None:
+                        continue  # nothing persisted changed: the store holds it already
+                    yield patch
+                updates[key] = (lsn, capture)
+            if batch.meta is not None:
+                yield MetaRecord(lsn=store.reserve_lsn(), meta=batch.meta)
+
+    def _captures(self, batch: WriteBatch) -> Iterator[Capture]:
+        """The batch's captures, then captures of its keys made now; gives up the GIL
+        between documents once ``YIELD_EVERY`` has passed."""
+        for capture in batch.captures:
+            self._pause()
+            yield capture
+        if batch.keys:
+            assert self.capture is not None, "a batch of keys needs a writer with a capture function"
+            for key in batch.keys:
+                self._pause()
+                captured = self.capture(key)
+                if captured is not None:
+                    yield captured
+
+    def _pause(self) -> None:
+        now = time.perf_counter()
+        if now - self._yielded >= YIELD_EVERY:
+            time.sleep(0)  # releases the GIL: a waiting thread takes it
+            self._yielded = time.perf_counter()
+
+    def _write_whole(self, batches: list[WriteBatch]) -> None:
+        for batch in batches:
+            if batch.deletions:
+                self.store.delete(batch.deletions)
+            captures = list(self._captures(batch))
+            if captures or batch.meta is not None:
+                self.store.write([encode_capture(c) for c in captures], batch.meta)

@@ -1,0 +1,214 @@
+"""The append-only journal of a store: numbered segment files of CRC-framed records.
+
+Each record is framed as ``magic (4 bytes) | payload length (u32 LE) | crc (u32 LE)``
+then the payload, where the CRC-32 covers the frame's byte offset in its segment and
+the payload, so a frame-like byte run inside a payload never validates where it is.
+A batch of records is written with as few ``write`` calls as its size needs and made
+durable with one ``fsync``.
+
+A crash during an append leaves a *torn tail*: complete records, then part of one.
+Reading drops the torn tail (CRC or length mismatch, with no valid record after it).
+Damage followed by a valid record is not a torn tail and is reported as damage.
+A process never appends to a segment it did not create, so every segment's tail is
+the tail of one append.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from npc_memory.errors import StoreCorruptError
+from npc_memory.store.files import fsync_dir
+
+log = logging.getLogger("npc_memory.store")
+
+MAGIC = b"NMJ\x01"
+_FRAME = struct.Struct("<4sII")
+_OFFSET = struct.Struct("<Q")
+FRAME_SIZE = _FRAME.size
+SEGMENT_SUFFIX = ".log"
+WRITE_CHUNK = 1 << 20
+"""Bytes gathered before a ``write`` call (each call releases the GIL)."""
+
+
+def segment_name(number: int) -> str:
+    """The file name of segment ``number``."""
+    return f"{number:010d}{SEGMENT_SUFFIX}"
+
+
+def _crc(offset: int, payload: bytes | memoryview) -> int:
+    return zlib.crc32(payload, zlib.crc32(_OFFSET.pack(offset)))
+
+
+def frame(offset: int, payload: bytes) -> bytes:
+    """``payload`` framed for position ``offset`` of its segment."""
+    return _FRAME.pack(MAGIC, len(payload), _crc(offset, payload)) + payload
+
+
+def _valid_at(data: bytes, offset: int) -> bool:
+    if offset + FRAME_SIZE > len(data):
+        return False
+    magic: bytes
+    length: int
+    crc: int
+    magic, length, crc = _FRAME.unpack_from(data, offset)
+    end = offset + FRAME_SIZE + length
+    if magic != MAGIC or end > len(data):
+        return False
+    return _crc(offset, memoryview(data)[offset + FRAME_SIZE : end]) == crc
+
+
+def frames(data: bytes, source: str, *, skip_damage: bool = False) -> Iterator[tuple[int, memoryview]]:
+    """``(offset, payload)`` of every complete record in a segment's bytes; a torn
+    tail is dropped (and logged), damage before a valid record raises
+    :class:`StoreCorruptError` (``skip_damage``: logs it and goes on at that record)."""
+    view = memoryview(data)
+    size = len(data)
+    offset = 0
+    while offset < size:
+        if _valid_at(data, offset):
+            length = _FRAME.unpack_from(data, offset)[1]
+            start = offset + FRAME_SIZE
+            yield offset, view[start : start + length]
+            offset = start + length
+            continue
+        later = data.find(MAGIC, offset + 1)
+        while later != -1:
+            if _valid_at(data, later):
+                break
+            later = data.find(MAGIC, later + 1)
+        if later != -1:
+            problem = f"damaged journal record at byte {offset} (valid records follow at byte {later})"
+            if not skip_damage:
+                raise StoreCorruptError(source, problem)
+            log.error("%s: %s; skipped %d bytes", source, problem, later - offset)
+            offset = later
+            continue
+        log.warning("%s: dropped a torn last record (%d bytes at byte %d)", source, size - offset, offset)
+        return
+
+
+class Journal:
+    """The segment files in ``directory``; appends go to a segment this object created."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(exist_ok=True)
+        self._fd: int | None = None
+        self._current = 0
+        self._size = 0
+
+    # ------------------------------------------------------------------ reading
+
+    def segments(self) -> list[int]:
+        """Numbers of the segments on disk, oldest first."""
+        numbers = []
+        for path in self.directory.glob(f"*{SEGMENT_SUFFIX}"):
+            with contextlib.suppress(ValueError):
+                numbers.append(int(path.name.removesuffix(SEGMENT_SUFFIX)))
+        return sorted(numbers)
+
+    def path(self, number: int) -> Path:
+        """The file of segment ``number``."""
+        return self.directory / segment_name(number)
+
+    def read(self, number: int) -> bytes:
+        """The bytes of segment ``number``."""
+        return self.path(number).read_bytes()
+
+    def bytes_on_disk(self) -> int:
+        """Total size of the segment files."""
+        total = 0
+        for number in self.segments():
+            with contextlib.suppress(FileNotFoundError):
+                total += self.path(number).stat().st_size
+        return total
+
+    # ------------------------------------------------------------------ appending
+
+    @property
+    def current(self) -> int:
+        """The segment appends go to (0: none open yet)."""
+        return self._current
+
+    @property
+    def size(self) -> int:
+        """Bytes in the current segment."""
+        return self._size
+
+    def open_segment(self, header: bytes) -> int:
+        """Start a new segment whose first record is ``header``; returns its number."""
+        self.seal()
+        number = max(self.segments(), default=0) + 1
+        path = self.path(number)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644)
+        try:
+            data = frame(0, header)
+            _write_all(fd, data)
+            os.fsync(fd)
+            fsync_dir(self.directory)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._current, self._size = fd, number, len(data)
+        return number
+
+    def write(self, payloads: Iterable[bytes]) -> int:
+        """Append ``payloads`` as records (not yet durable: see :meth:`sync`); returns
+        the bytes written. Needs an open segment."""
+        if self._fd is None:
+            raise RuntimeError("no journal segment is open")
+        chunk: list[bytes] = []
+        pending = 0
+        written = 0
+        for payload in payloads:
+            framed = frame(self._size + pending, payload)
+            chunk.append(framed)
+            pending += len(framed)
+            if pending >= WRITE_CHUNK:
+                _write_all(self._fd, b"".join(chunk))
+                self._size += pending
+                written += pending
+                chunk, pending = [], 0
+        if chunk:
+            _write_all(self._fd, b"".join(chunk))
+            self._size += pending
+            written += pending
+        return written
+
+    def sync(self) -> None:
+        """Make everything written to the current segment durable."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def seal(self) -> None:
+        """Stop appending to the current segment (the next append needs a new one)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._current, self._size = 0, 0
+
+    def remove(self, numbers: Iterable[int]) -> None:
+        """Delete segments ``numbers`` (durably)."""
+        for number in numbers:
+            with contextlib.suppress(FileNotFoundError):
+                self.path(number).unlink()
+        fsync_dir(self.directory)
+
+    def close(self) -> None:
+        """Seal the current segment (idempotent)."""
+        self.seal()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

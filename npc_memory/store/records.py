@@ -1,0 +1,754 @@
+"""Snapshot records: consistent captures of a document's components, the patch between
+two captures of one document, and the journal records that carry them.
+
+A *capture* is a copy of every container of an NPC's components (lists and dicts of
+frozen records: pointer copies, no encoding) that the writer can read while the game
+keeps changing the live components. It is one ``msgspec.convert`` call, C code that
+neither releases the GIL nor runs Python code, so the writer thread itself may make
+it (:func:`capture_atomically`): no other thread runs meanwhile. Without a GIL the
+thread that changes the components makes it (:func:`capture_handle`).
+
+A *patch* is computed on the writer thread between the capture last written for a key
+and a new one. Records are immutable, so a list that changed is described by runs of
+the previous list it kept (``start, stop`` index pairs) and the records that are new:
+learning one fact out of 500 writes one fact, not 500. Dicts keyed by player carry
+the entries set and removed (and their order when it changed), small dicts whole.
+Applying a patch to the document of the base capture gives the new capture's document
+exactly (same records, same order).
+
+Journal records (msgpack, tagged by ``type``) carry a log sequence number ``lsn``,
+unique and increasing over the life of a store; a patch names the ``base`` lsn it
+applies to, so replay can tell a patch already folded into a shard from one still
+to apply, and refuses one whose base is missing.
+"""
+
+from __future__ import annotations
+
+import gc
+import operator
+import sys
+from array import array
+from collections.abc import Mapping, Sequence
+from itertools import accumulate, chain, compress, pairwise
+from typing import Any, TypeVar
+
+import msgspec
+
+from npc_memory.components import (
+    ConversationSummary,
+    EpisodicMemory,
+    Fact,
+    FactionMember,
+    Identity,
+    KnowledgeBase,
+    MemoryBank,
+    NpcTraits,
+    PairMemories,
+    PlayerProfile,
+    ProceduralMemory,
+    Relationship,
+    Relationships,
+    SemanticMemory,
+    Turn,
+    WorkingMemory,
+)
+from npc_memory.store.documents import (
+    SCHEMA_VERSION,
+    Document,
+    EncodedDocument,
+    NpcDocument,
+    PlayerDocument,
+    StoreMeta,
+    encode_document,
+)
+
+T = TypeVar("T")
+V = TypeVar("V")
+
+# ---------------------------------------------------------------------- captures
+
+
+Triple = tuple[Sequence[EpisodicMemory], Sequence[SemanticMemory], Sequence[ProceduralMemory]]
+"""One pair's episodic, semantic and procedural memories."""
+
+_memories = operator.attrgetter("episodic", "semantic", "procedural")
+
+
+class NpcCapture(msgspec.Struct, gc=False):
+    """The state of one NPC's document at one instant, in containers of its own.
+
+    Laid out for the garbage collector, which otherwise dominates the cost of
+    snapshots (a capture lives until the next one of its NPC is written): every record
+    (and extracted conversation id) of the document sits in one tuple, ``items``, in
+    the order ``layout`` describes, beside the player keys (``keys``) and the dicts
+    that hold more than records. So a capture leaves three to five objects the
+    collector counts, not one per list; the struct itself is never tracked (it takes
+    part in no reference cycle) and the collector stops tracking ``items`` and
+    ``keys`` the first time it sees them. :meth:`view` gives the structure back.
+
+    ``layout`` (signed 64-bit integers, native order, as bytes: not an object the
+    collector sees): the numbers of pairs, open conversations and recent conversation
+    lists; then the lengths of the world's three memory lists, of each pair's three
+    (in ``keys`` order), of the facts, of the extracted ids, of each open
+    conversation and each recent list (their players follow the pairs' in ``keys``).
+    """
+
+    key: str
+    name: str
+    faction: str | None
+    archetype: str | None
+    room: str | None
+    traits: NpcTraits
+    saved_at: float
+    next_id: int
+    facts_next_id: int
+    items: tuple[Any, ...]
+    keys: tuple[str, ...]
+    layout: bytes
+    relationships: dict[str, Relationship]
+    milestones: dict[str, int]
+    conversations: dict[str, int]
+
+    def view(self) -> CaptureView:
+        """The capture's containers (tuples sliced out of ``items``)."""
+        layout, items, keys = memoryview(self.layout).cast("q").tolist(), self.items, self.keys
+        pairs, opened, recents = layout[0], layout[1], layout[2]
+        cuts = [0, *accumulate(layout[3:])]
+        slices = [items[a:b] for a, b in pairwise(cuts)]
+        world: Triple = (slices[0], slices[1], slices[2])
+        at = 3
+        pair_map: dict[str, Triple] = {}
+        for player in keys[:pairs]:
+            pair_map[player] = (slices[at], slices[at + 1], slices[at + 2])
+            at += 3
+        facts, extracted = slices[at], slices[at + 1]
+        at += 2
+        open_map = dict(zip(keys[pairs : pairs + opened], slices[at : at + opened], strict=True))
+        at += opened
+        recent_map = dict(zip(keys[pairs + opened :], slices[at : at + recents], strict=True))
+        return CaptureView(world, pair_map, facts, extracted, open_map, recent_map)
+
+
+class CaptureView(msgspec.Struct, gc=False):
+    """The containers of an :class:`NpcCapture` (tuples of its records)."""
+
+    world: Triple
+    pairs: dict[str, Triple]
+    facts: tuple[Fact, ...]
+    extracted: tuple[str, ...]
+    open: dict[str, tuple[Turn, ...]]
+    recent: dict[str, tuple[ConversationSummary, ...]]
+
+
+class PlayerCapture(msgspec.Struct, gc=False):
+    """The state of one player's document at one instant (all of it immutable)."""
+
+    key: str
+    name: str
+    faction: str | None
+    room: str | None
+    profile: PlayerProfile
+    saved_at: float
+
+
+Capture = NpcCapture | PlayerCapture
+
+_NO_INTS: dict[str, int] = {}  # shared by captures of empty dicts: captures are never changed
+
+
+# What one msgspec.convert call copies out of a live handle: every list and dict of its
+# components (into tuples and dicts), the records themselves kept, the room read from
+# the Location's slot; nothing here runs Python code. Flattened into a capture at once.
+
+
+class _Pair(msgspec.Struct, gc=False):
+    episodic: tuple[EpisodicMemory, ...]
+    semantic: tuple[SemanticMemory, ...]
+    procedural: tuple[ProceduralMemory, ...]
+
+
+class _Bank(msgspec.Struct, gc=False):
+    world: _Pair
+    players: dict[str, _Pair]
+    next_id: int
+    milestones: dict[str, int]
+
+
+class _Relationships(msgspec.Struct, gc=False):
+    by_player: dict[str, Relationship]
+
+
+class _Working(msgspec.Struct, gc=False):
+    open: dict[str, tuple[Turn, ...]]
+    recent: dict[str, tuple[ConversationSummary, ...]]
+    conversations: dict[str, int]
+    extracted: tuple[str, ...]
+
+
+class _Knowledge(msgspec.Struct, gc=False):
+    facts: tuple[Fact, ...]
+    next_id: int
+
+
+class _Location(msgspec.Struct, gc=False, rename={"room": "_room"}):
+    room: str | None
+
+
+class _Npc(msgspec.Struct, gc=False):
+    identity: Identity
+    faction: FactionMember
+    location: _Location
+    traits: NpcTraits
+    bank: _Bank
+    relationships: _Relationships
+    working: _Working
+    knowledge: _Knowledge
+
+
+class _Player(msgspec.Struct, gc=False):
+    identity: Identity
+    faction: FactionMember
+    location: _Location
+    profile: PlayerProfile
+
+
+def _copy(handle: Any) -> _Npc | _Player:
+    if hasattr(handle, "bank"):
+        return msgspec.convert(handle, _Npc, from_attributes=True)
+    return msgspec.convert(handle, _Player, from_attributes=True)
+
+
+def capture_handle(handle: Any, saved_at: float) -> Capture:
+    """Capture a live NPC's or player's handle on the thread that changes it."""
+    return _flat(_copy(handle), saved_at)
+
+
+def capture_atomically(handle: Any, saved_at: float) -> Capture:
+    """:func:`capture_handle` from another thread than the one that changes the
+    components: the copy is one C call that neither releases the GIL nor runs Python
+    code while the garbage collector is paused (a collection could run finalizers),
+    so no other thread runs meanwhile and it sees the handle at one instant. Only
+    valid where a GIL exists (:func:`gil_enabled`)."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        copied = _copy(handle)
+    finally:
+        if paused:
+            gc.enable()
+    return _flat(copied, saved_at)
+
+
+def _flat(copied: _Npc | _Player, saved_at: float) -> Capture:
+    identity, faction = copied.identity, copied.faction.faction
+    if isinstance(copied, _Player):
+        room = copied.location.room
+        return PlayerCapture(identity.key, identity.name, faction, room, copied.profile, saved_at)
+    return _flatten(
+        identity.key,
+        identity.name,
+        faction,
+        copied.traits.archetype,
+        copied.location.room,
+        copied.traits,
+        saved_at,
+        copied.bank,
+        copied.relationships.by_player,
+        copied.working,
+        copied.knowledge,
+    )
+
+
+def _flatten(
+    key: str,
+    name: str,
+    faction: str | None,
+    archetype: str | None,
+    room: str | None,
+    traits: NpcTraits,
+    saved_at: float,
+    bank: Any,
+    relationships: dict[str, Relationship],
+    working: Any,
+    knowledge: Any,
+) -> NpcCapture:
+    """A capture of containers that no one changes any more (copies or stored)."""
+    world = bank.world
+    players = bank.players
+    opened = working.open
+    recent = working.recent
+    seqs: list[Sequence[Any]] = [world.episodic, world.semantic, world.procedural]
+    seqs += chain.from_iterable(map(_memories, players.values()))
+    seqs += (knowledge.facts, working.extracted)
+    seqs += opened.values()
+    seqs += recent.values()
+    layout = array("q", (len(players), len(opened), len(recent)))
+    layout.extend(map(len, seqs))  # the array is garbage once its bytes are taken
+    return NpcCapture(
+        key,
+        name,
+        faction,
+        archetype,
+        room,
+        traits,
+        saved_at,
+        bank.next_id,
+        knowledge.next_id,
+        tuple(chain.from_iterable(seqs)),
+        (*players, *opened, *recent),
+        layout.tobytes(),
+        relationships,
+        dict(bank.milestones) if bank.milestones else _NO_INTS,
+        dict(working.conversations) if working.conversations else _NO_INTS,
+    )
+
+
+def gil_enabled() -> bool:
+    """Whether this interpreter has a global interpreter lock (free-threaded builds of
+    Python 3.13+ may not)."""
+    check = getattr(sys, "_is_gil_enabled", None)
+    return True if check is None else bool(check())
+
+
+def capture_document(document: Document) -> Capture:
+    """A capture of a stored document (one that is not in the live world)."""
+    if isinstance(document, PlayerDocument):
+        return PlayerCapture(
+            document.key, document.name, document.faction, document.room, document.profile, document.saved_at
+        )
+    return _flatten(
+        document.key,
+        document.name,
+        document.faction,
+        document.archetype,
+        document.room,
+        document.traits,
+        document.saved_at,
+        document.bank,
+        document.relationships.by_player.copy(),
+        document.working,
+        document.knowledge,
+    )
+
+
+def document_of_capture(capture: Capture) -> Document:
+    """The document a capture holds, sharing the capture's records: encode it, never
+    change it (its sequences are tuples)."""
+    if isinstance(capture, PlayerCapture):
+        return PlayerDocument(
+            v=SCHEMA_VERSION,
+            key=capture.key,
+            name=capture.name,
+            faction=capture.faction,
+            room=capture.room,
+            profile=capture.profile,
+            saved_at=capture.saved_at,
+        )
+    c, view = capture, capture.view()
+    return NpcDocument(
+        v=SCHEMA_VERSION,
+        key=c.key,
+        name=c.name,
+        faction=c.faction,
+        archetype=c.archetype,
+        room=c.room,
+        traits=c.traits,
+        bank=MemoryBank(
+            world=_pair(view.world),
+            players={p: _pair(t) for p, t in view.pairs.items()},
+            next_id=c.next_id,
+            milestones=c.milestones,
+        ),
+        relationships=Relationships(by_player=c.relationships),
+        working=WorkingMemory(
+            open=view.open,  # type: ignore[arg-type]  # tuples encode as lists
+            recent=view.recent,  # type: ignore[arg-type]
+            conversations=c.conversations,
+            extracted=view.extracted,  # type: ignore[arg-type]
+        ),
+        knowledge=KnowledgeBase(facts=view.facts, next_id=c.facts_next_id),  # type: ignore[arg-type]
+        saved_at=c.saved_at,
+    )
+
+
+def _pair(triple: Triple) -> PairMemories:
+    return PairMemories(episodic=triple[0], semantic=triple[1], procedural=triple[2])  # type: ignore[arg-type]
+
+
+def encode_capture(capture: Capture) -> EncodedDocument:
+    """The canonical JSON of a capture's document."""
+    return encode_document(document_of_capture(capture))
+
+
+# ---------------------------------------------------------------------- patches
+
+
+class PairEdit(msgspec.Struct, omit_defaults=True):
+    """Edits of one NPC–player pair's memory lists (``None``: unchanged)."""
+
+    episodic: list[int | EpisodicMemory] | None = None
+    semantic: list[int | SemanticMemory] | None = None
+    procedural: list[int | ProceduralMemory] | None = None
+
+
+class NpcPatch(msgspec.Struct, tag="patch", omit_defaults=True, kw_only=True):
+    """What changed in an NPC's document since the capture written as ``base``.
+
+    Small fields are always present. A list edit is a sequence of ``start, stop``
+    pairs (keep ``base[start:stop]``) and new records, in order. For each dict keyed by
+    player: entries set (new or changed, in the new order), keys gone, and the full
+    key order when it is not "old keys in place, new keys appended"."""
+
+    lsn: int
+    key: str
+    base: int
+    name: str
+    faction: str | None = None
+    archetype: str | None = None
+    room: str | None = None
+    traits: NpcTraits = NpcTraits()
+    saved_at: float = 0.0
+    world: PairEdit | None = None
+    pairs: dict[str, PairEdit] = {}
+    pairs_gone: list[str] = []
+    pairs_order: list[str] | None = None
+    next_id: int | None = None
+    milestones: dict[str, int] | None = None
+    relationships: dict[str, Relationship] = {}
+    relationships_gone: list[str] = []
+    relationships_order: list[str] | None = None
+    open: dict[str, list[Turn]] = {}
+    open_gone: list[str] = []
+    open_order: list[str] | None = None
+    recent: dict[str, list[ConversationSummary]] = {}
+    recent_gone: list[str] = []
+    recent_order: list[str] | None = None
+    conversations: dict[str, int] | None = None
+    extracted: list[int | str] | None = None
+    facts: list[int | Fact] | None = None
+    facts_next_id: int | None = None
+
+
+def list_edit(base: Sequence[T], new: Sequence[T]) -> list[Any] | None:
+    """The edit turning ``base`` into ``new`` (``None`` if equal): runs of ``base``
+    kept, as ``start, stop`` pairs, and new records, in order."""
+    if new == base:  # identical records compare by identity first: O(n) pointer checks
+        return None
+    n = len(base)
+    if n and len(new) >= n and new[:n] == base:  # the common case: appended
+        return [0, n, *new[n:]]
+    where = {id(record): i for i, record in enumerate(base)}  # base keeps its records alive
+    ops: list[Any] = []
+    start = stop = -1
+    for record in new:
+        i = where.get(id(record), -1)
+        if i >= 0 and i == stop:
+            stop += 1
+            continue
+        if start >= 0:
+            ops += (start, stop)
+        if i >= 0:
+            start, stop = i, i + 1
+        else:
+            start = stop = -1
+            ops.append(record)
+    if start >= 0:
+        ops += (start, stop)
+    return ops
+
+
+def apply_list_edit(base: Sequence[T], ops: Sequence[Any]) -> list[T]:
+    """``base`` with ``ops`` (from :func:`list_edit`) applied; ``ValueError`` if the
+    edit does not fit ``base``."""
+    out: list[T] = []
+    i, count, size = 0, len(ops), len(base)
+    while i < count:
+        op = ops[i]
+        if type(op) is int:
+            if i + 1 >= count or type(ops[i + 1]) is not int:
+                raise ValueError("a kept run without its end")
+            stop = ops[i + 1]
+            if not 0 <= op < stop <= size:
+                raise ValueError(f"kept run {op}:{stop} outside a list of {size}")
+            out += base[op:stop]
+            i += 2
+        else:
+            out.append(op)
+            i += 1
+    return out
+
+
+class _DictEdit(msgspec.Struct):
+    set: dict[str, Any]
+    gone: list[str]
+    order: list[str] | None
+
+
+def dict_edit(base: Mapping[str, V], new: Mapping[str, V]) -> _DictEdit | None:
+    """Entries of ``new`` that are new or changed, keys gone, and the key order when
+    it differs from "kept keys in place, new keys appended" (``None``: equal)."""
+    if base == new:  # values compare by identity first
+        return None if list(base) == list(new) else _DictEdit({}, [], list(new))
+    old_keys, new_keys = list(base), list(new)
+    kept = len(old_keys)
+    if new_keys[:kept] == old_keys:  # the usual case: keys in place, maybe some appended
+        # values that are other objects (found in C), then those that differ in value
+        pairs = zip(old_keys, base.values(), new.values(), strict=False)  # new may be longer
+        others = compress(pairs, map(operator.is_not, base.values(), new.values()))
+        sets = {k: b for k, a, b in others if a != b}
+        for k in new_keys[kept:]:
+            sets[k] = new[k]
+        return _DictEdit(sets, [], None)
+    gone = [k for k in base if k not in new]
+    sets = {k: v for k, v in new.items() if k not in base or base[k] != v}
+    expected = [k for k in base if k in new] + [k for k in new if k not in base]
+    order = list(new)
+    return _DictEdit(sets, gone, None if expected == order else order)
+
+
+def apply_dict_edit(
+    target: dict[str, V], sets: Mapping[str, V], gone: Sequence[str], order: Sequence[str] | None
+) -> dict[str, V]:
+    """``target`` with the edit applied (in place, unless the order changes)."""
+    for k in gone:
+        if k not in target:
+            raise ValueError(f"removes {k!r}, which is not there")
+        del target[k]
+    target.update(sets)
+    if order is not None:
+        if len(order) != len(target) or set(order) != target.keys():
+            raise ValueError("a key order that does not match the keys")
+        return {k: target[k] for k in order}
+    return target
+
+
+_EMPTY: Triple = ((), (), ())
+
+
+def _pair_edit(old: Triple, new: Triple) -> PairEdit:
+    return PairEdit(list_edit(old[0], new[0]), list_edit(old[1], new[1]), list_edit(old[2], new[2]))
+
+
+def diff(base_capture: NpcCapture, new_capture: NpcCapture, *, lsn: int, base_lsn: int) -> NpcPatch | None:
+    """The patch from ``base_capture`` to ``new_capture`` (two captures of one NPC), or
+    ``None`` if nothing persisted changed (``saved_at`` aside)."""
+    base, new = base_capture, new_capture
+    if base.items == new.items and base.keys == new.keys and base.layout == new.layout:
+        old = now = None  # the containers are the same: only the small fields can differ
+    else:
+        old, now = base.view(), new.view()
+    world = pairs = open_ = recent = extracted = facts = None
+    if old is not None and now is not None:
+        world = None if old.world == now.world else _pair_edit(old.world, now.world)
+        pairs = dict_edit(old.pairs, now.pairs)
+        open_ = dict_edit(old.open, now.open)
+        recent = dict_edit(old.recent, now.recent)
+        extracted = list_edit(old.extracted, now.extracted)
+        facts = list_edit(old.facts, now.facts)
+    relationships = dict_edit(base.relationships, new.relationships)
+    conversations = _whole_dict(base.conversations, new.conversations)
+    milestones = _whole_dict(base.milestones, new.milestones)
+    head_same = (base.name, base.faction, base.archetype, base.room, base.traits) == (
+        new.name,
+        new.faction,
+        new.archetype,
+        new.room,
+        new.traits,
+    )
+    if (
+        head_same
+        and world is None
+        and pairs is None
+        and relationships is None
+        and open_ is None
+        and recent is None
+        and conversations is None
+        and milestones is None
+        and extracted is None
+        and facts is None
+        and base.next_id == new.next_id
+        and base.facts_next_id == new.facts_next_id
+    ):
+        return None
+    patch = NpcPatch(
+        lsn=lsn,
+        key=new.key,
+        base=base_lsn,
+        name=new.name,
+        faction=new.faction,
+        archetype=new.archetype,
+        room=new.room,
+        traits=new.traits,
+        saved_at=new.saved_at,
+        world=world,
+        next_id=None if base.next_id == new.next_id else new.next_id,
+        milestones=milestones,
+        conversations=conversations,
+        extracted=extracted,
+        facts=facts,
+        facts_next_id=None if base.facts_next_id == new.facts_next_id else new.facts_next_id,
+    )
+    if pairs is not None and old is not None:
+        patch.pairs = {p: _pair_edit(old.pairs.get(p, _EMPTY), v) for p, v in pairs.set.items()}
+        patch.pairs_gone, patch.pairs_order = pairs.gone, pairs.order
+    if relationships is not None:
+        patch.relationships = relationships.set
+        patch.relationships_gone, patch.relationships_order = relationships.gone, relationships.order
+    if open_ is not None:
+        patch.open = {k: list(v) for k, v in open_.set.items()}
+        patch.open_gone, patch.open_order = open_.gone, open_.order
+    if recent is not None:
+        patch.recent = {k: list(v) for k, v in recent.set.items()}
+        patch.recent_gone, patch.recent_order = recent.gone, recent.order
+    return patch
+
+
+def _whole_dict(base: dict[str, int], new: dict[str, int]) -> dict[str, int] | None:
+    return None if base == new and list(base) == list(new) else new
+
+
+def _apply_pair(pair: PairMemories, edit: PairEdit) -> None:
+    if edit.episodic is not None:
+        pair.episodic = apply_list_edit(pair.episodic, edit.episodic)
+    if edit.semantic is not None:
+        pair.semantic = apply_list_edit(pair.semantic, edit.semantic)
+    if edit.procedural is not None:
+        pair.procedural = apply_list_edit(pair.procedural, edit.procedural)
+
+
+def apply_patch(document: NpcDocument, patch: NpcPatch) -> None:
+    """Apply ``patch`` to ``document`` (the document of its base), in place.
+    ``ValueError`` if it does not fit."""
+    document.name, document.faction, document.archetype = patch.name, patch.faction, patch.archetype
+    document.room, document.traits, document.saved_at = patch.room, patch.traits, patch.saved_at
+    bank = document.bank
+    if patch.world is not None:
+        _apply_pair(bank.world, patch.world)
+    if patch.pairs or patch.pairs_gone or patch.pairs_order is not None:
+        players = bank.players
+        for player in patch.pairs_gone:
+            if player not in players:
+                raise ValueError(f"removes the memories of {player!r}, which are not there")
+            del players[player]
+        for player, edit in patch.pairs.items():
+            pair = players.get(player)
+            if pair is None:
+                pair = players[player] = PairMemories()
+            _apply_pair(pair, edit)
+        bank.players = apply_dict_edit(players, {}, (), patch.pairs_order)
+    if patch.next_id is not None:
+        bank.next_id = patch.next_id
+    if patch.milestones is not None:
+        bank.milestones = patch.milestones
+    rels = document.relationships
+    rels.by_player = apply_dict_edit(
+        rels.by_player, patch.relationships, patch.relationships_gone, patch.relationships_order
+    )
+    working = document.working
+    working.open = apply_dict_edit(working.open, patch.open, patch.open_gone, patch.open_order)
+    working.recent = apply_dict_edit(working.recent, patch.recent, patch.recent_gone, patch.recent_order)
+    if patch.conversations is not None:
+        working.conversations = patch.conversations
+    if patch.extracted is not None:
+        working.extracted = apply_list_edit(working.extracted, patch.extracted)
+    knowledge = document.knowledge
+    if patch.facts is not None:
+        knowledge.facts = apply_list_edit(knowledge.facts, patch.facts)
+    if patch.facts_next_id is not None:
+        knowledge.next_id = patch.facts_next_id
+
+
+# ---------------------------------------------------------------------- journal records
+
+
+class SegmentHeader(msgspec.Struct, tag="segment", kw_only=True):
+    """First record of every journal segment."""
+
+    schema_version: int = SCHEMA_VERSION
+
+
+class Put(msgspec.Struct, tag="put", kw_only=True):
+    """A whole document (its canonical JSON, as a shard holds it)."""
+
+    lsn: int
+    key: str
+    kind: str
+    data: bytes
+
+
+class Delete(msgspec.Struct, tag="delete", kw_only=True):
+    """The document of ``key`` is gone."""
+
+    lsn: int
+    key: str
+
+
+class MetaRecord(msgspec.Struct, tag="meta", kw_only=True):
+    """The store metadata as of this point (ends a snapshot round or a save)."""
+
+    lsn: int
+    meta: StoreMeta
+
+
+Record = SegmentHeader | Put | NpcPatch | Delete | MetaRecord
+"""Any journal record (a tagged union on ``type``)."""
+
+
+class HeadOnly(msgspec.Struct, kw_only=True):
+    lsn: int = 0
+    key: str = ""
+
+
+class PutHead(HeadOnly, tag="put"):
+    pass
+
+
+class PatchHead(HeadOnly, tag="patch"):
+    base: int = 0
+
+
+class DeleteHead(HeadOnly, tag="delete"):
+    pass
+
+
+class MetaHead(HeadOnly, tag="meta"):
+    pass
+
+
+class SegmentHead(HeadOnly, tag="segment"):
+    schema_version: int = SCHEMA_VERSION
+
+
+RecordHead = PutHead | PatchHead | DeleteHead | MetaHead | SegmentHead
+"""A record's type, lsn and key only (the rest is skipped while decoding)."""
+
+record_encoder = msgspec.msgpack.Encoder()
+record_decoder = msgspec.msgpack.Decoder(Record)
+head_decoder = msgspec.msgpack.Decoder(RecordHead)
+document_decoder = msgspec.json.Decoder(Document)
+
+
+__all__ = [
+    "Capture",
+    "Delete",
+    "MetaRecord",
+    "NpcCapture",
+    "NpcPatch",
+    "PairEdit",
+    "PlayerCapture",
+    "Put",
+    "Record",
+    "RecordHead",
+    "SegmentHeader",
+    "apply_list_edit",
+    "apply_patch",
+    "capture_atomically",
+    "capture_document",
+    "capture_handle",
+    "diff",
+    "document_of_capture",
+    "encode_capture",
+    "gil_enabled",
+    "list_edit",
+]

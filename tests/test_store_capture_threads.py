@@ -1,0 +1,75 @@
+"""The writer thread captures documents while the game changes them: each capture is
+one C call the GIL does not interrupt, so it sees the document at one instant."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import npc_memory
+from npc_memory.store.records import NpcCapture, capture_handle, gil_enabled
+
+pytestmark = pytest.mark.skipif(not gil_enabled(), reason="atomic captures need a GIL")
+
+
+def gap(captured: NpcCapture) -> int:
+    """Memories made minus interactions: 0 or 1 at every instant of the loop below (a
+    memory is added, then the interaction counted), anything else if torn."""
+    memories = captured.next_id - 1
+    rel = captured.relationships.get("alice")
+    return memories - (rel.interaction_count if rel is not None else 0)
+
+
+def torn_captures(capture: object, seconds: float = 1.5, limit: int = 3000) -> tuple[int, int]:
+    """Capture hilda from another thread while this one changes her; returns
+    (captures, torn ones)."""
+    plugin = npc_memory.install(world="threads", pack="village")
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    handle = plugin.npc("hilda")
+    stop = threading.Event()
+    seen: list[int] = []
+
+    def other_thread() -> None:
+        while not stop.is_set() and len(seen) < limit:
+            seen.append(gap(capture(handle)))  # type: ignore[operator]
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    deadline = time.perf_counter() + seconds
+    n = 0
+    try:
+        while time.perf_counter() < deadline and thread.is_alive():
+            n += 1
+            plugin.remember("hilda", None, f"round {n}")
+            plugin.record_interaction("hilda", "alice")
+    finally:
+        stop.set()
+        thread.join()
+        npc_memory.uninstall("threads")
+    return len(seen), sum(1 for g in seen if g not in (0, 1))
+
+
+def test_atomic_captures_from_another_thread_are_never_torn() -> None:
+    from npc_memory.store.records import capture_atomically
+
+    captures, torn = torn_captures(lambda h: capture_atomically(h, 0.0))
+    assert captures > 100 and torn == 0
+
+
+def test_the_check_catches_a_capture_made_in_two_steps() -> None:
+    """The control: copying the bank, letting other threads run, then copying the
+    relationships (what a Python-level copy on another thread amounts to) is torn."""
+
+    def two_steps(handle: object) -> NpcCapture:
+        first = capture_handle(handle, 0.0)
+        time.sleep(0)  # a thread switch, as may happen between any two bytecodes
+        second = capture_handle(handle, 0.0)
+        assert isinstance(first, NpcCapture) and isinstance(second, NpcCapture)
+        first.relationships = second.relationships
+        return first
+
+    _, torn = torn_captures(two_steps, seconds=3.0)
+    assert torn > 0
