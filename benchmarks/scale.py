@@ -439,64 +439,24 @@ class GcWatch:
         gc.callbacks.remove(self._callback)
 
 
-class MetaView(msgspec.Struct):
-    snapshots: int = 0
-    clock: float = 0.0
-
-
-class MetaFile(msgspec.Struct):
-    meta: dict[str, MetaView]
-
-
 class Durability:
-    """How far the store lags behind the live world, observed from outside the plugin.
-
-    Rounds: ``SnapshotSystem.persistence.snapshots`` counts rounds handed to the writer and
-    ``round_active`` says one is being encoded; watching both after every tick gives the game
-    time each round started (it covers the changes made before that moment). The store's
-    ``meta.json`` is written last in a round, so its ``snapshots`` says which round is on disk
-    (re-read whenever the file changes). The oldest unsaved change is then at least as recent
-    as the start of the newest round on disk: ``now - start(durable round)`` bounds its age,
-    and equals it while something changes every tick (as under ``busy`` and ``stress``; in a
-    quiet world it is only a bound).
-    """
+    """How far the store lags behind the live world: ``plugin.unsaved_seconds()`` (game
+    seconds since the oldest change not yet durably written), and the snapshot rounds
+    handed to the writer (``SnapshotSystem.persistence.snapshots``)."""
 
     def __init__(self, plugin: npc_memory.MemoryPlugin, store: Path) -> None:
         [snapshot] = [p for p in plugin.processors if isinstance(p, SnapshotSystem)]
+        self.plugin = plugin
         self.persistence = snapshot.persistence
-        self.clock: npc_memory.GameClock = plugin.clock
-        self.meta_path = store / "meta.json"
-        self.handed = self.initial = self.persistence.snapshots
-        self.active = self.persistence.round_active
-        self.starts: dict[int, float] = {self.handed: self.clock.now}
-        self.durable = 0
-        self._stat: tuple[int, int] | None = None
-        self.refresh()
-
-    def refresh(self) -> None:
-        try:
-            stat = os.stat(self.meta_path)
-        except FileNotFoundError:
-            return
-        if (stat.st_ino, stat.st_mtime_ns) != self._stat:
-            self._stat = (stat.st_ino, stat.st_mtime_ns)
-            meta = msgspec.json.decode(self.meta_path.read_bytes(), type=MetaFile)
-            self.durable = max([self.durable, *(m.snapshots for m in meta.meta.values())])
+        self.initial = self.handed = self.persistence.snapshots
 
     def after_tick(self) -> float:
-        """Follow the rounds after a tick; the age bound of the oldest unsaved change now."""
-        handed, active = self.persistence.snapshots, self.persistence.round_active
-        if not self.active and (active or handed > self.handed):
-            self.starts[self.handed + 1] = self.clock.now
-        self.handed, self.active = handed, active
-        self.refresh()
+        """The age of the oldest unsaved change after a tick."""
+        self.handed = self.persistence.snapshots
         return self.stale()
 
     def stale(self) -> float:
-        start = self.starts.get(self.durable)
-        if start is None:  # a round older than this run: everything since the run began
-            start = min(self.starts.values())
-        return self.clock.now - start
+        return self.plugin.unsaved_seconds()
 
 
 @dataclass
@@ -676,7 +636,6 @@ def close_window(
     tick: int, ticks: list[int], host: list[int], systems: dict[str, list[int]], facade: dict[str, list[int]],
     pauses: list[tuple[int, int]], held: Census, durability: Durability, stale_max: float, late: int,
 ) -> dict[str, Any]:
-    durability.refresh()
     return {
         "ticks": [tick - len(ticks) + 1, tick],
         "tick_ms": summarise_ns(ticks, 1e6),
@@ -688,7 +647,6 @@ def close_window(
         "relationships": held.relationships,
         "rss_mb": round(rss_mb(), 1),
         "rounds_handed": durability.handed - durability.initial,
-        "rounds_on_disk": durability.durable - durability.initial,
         "stale_s": round(durability.stale(), 1),
         "stale_max_s": round(stale_max, 1),
         "frames_late": late,
@@ -706,13 +664,13 @@ def header(systems: list[str]) -> str:
     return (f"{'ticks':>11} | {'tick ms p50':>11} {'p99':>6} {'max':>6} | {'host ms':>7} | "
             f"{names} | {'memories':>8} {'facts':>7} {'RSS MB':>7} {'rounds':>9} {'stale s':>8} {'backlog':>7} {'gc2':>3} {'late':>4}\n"
             f"{'':>11} | {'':>25} | {'p50':>7} | {'(system µs p50/p99)':^{len(names)}} | "
-            f"{'':>17} {'':>7} {'handed/disk':>9} {'max':>8}")
+            f"{'':>17} {'':>7} {'handed':>9} {'max':>8}")
 
 
 def format_window(w: dict[str, Any]) -> str:
     systems = " ".join(f"{s['p50']:>5.0f}/{s['p99']:<5.0f}" for s in w["systems_us"].values())
     t = w["tick_ms"]
-    rounds = f"{w['rounds_handed']}/{w['rounds_on_disk']}"
+    rounds = f"{w['rounds_handed']}"
     return (f"{w['ticks'][0]:>5}-{w['ticks'][1]:<5} | {t['p50']:>11.3f} {t['p99']:>6.2f} {t['max']:>6.2f} | "
             f"{w['host_ms']['p50']:>7.2f} | {systems} | {w['memories']:>8} {w['facts']:>7} {w['rss_mb']:>7.0f} "
             f"{rounds:>9} {w['stale_max_s']:>8.0f} {w['extraction_backlog']:>7} {w['gc']['collections'][2]:>3} {w['frames_late']:>4}")
@@ -748,7 +706,7 @@ def summary(
         "p50_worst_over_first": round(p50_ratio, 2),
         "system_p99_worst_us": system_worst,
         "rss_mb": {"first": windows[0]["rss_mb"], "after_warmup": warm["rss_mb"], "last": windows[-1]["rss_mb"]},
-        "rounds": {"handed": windows[-1]["rounds_handed"], "on_disk": windows[-1]["rounds_on_disk"]},
+        "rounds": {"handed": windows[-1]["rounds_handed"]},
         "stale_max_s": max(w["stale_max_s"] for w in windows),
         "stale_limit_s": 2 * interval,
         "memories": [windows[0]["memories"], windows[-1]["memories"]],
@@ -766,8 +724,8 @@ def summary(
     out(f"worst window p50 / first window p50: {p50_ratio:.2f}")
     out("worst p99 per system (µs): " + ", ".join(f"{k} {v:.0f}" for k, v in system_worst.items()))
     out(f"RSS MB: {windows[0]['rss_mb']:.0f} (first window) -> {warm['rss_mb']:.0f} (second) -> {windows[-1]['rss_mb']:.0f} (last)")
-    out(f"snapshot rounds: {result['rounds']['handed']} handed, {result['rounds']['on_disk']} on disk; oldest unsaved "
-        f"change: at most {result['stale_max_s']:.0f} game s (2 intervals = {2 * interval:.0f} s)")
+    out(f"snapshot rounds: {result['rounds']['handed']}; oldest unsaved change at any tick: "
+        f"{result['stale_max_s']:.0f} game s (2 intervals = {2 * interval:.0f} s)")
     out(f"memories {result['memories'][0]} -> {result['memories'][1]}, facts {result['facts'][0]} -> {result['facts'][1]}; "
         f"extraction queued {plugin.extraction.stats.queued}, applied {plugin.extraction.stats.applied}")
     if facade_all:

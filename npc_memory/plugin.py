@@ -252,6 +252,11 @@ class MemoryPlugin:
         stay queued for the next snapshot."""
         self._persistence.save()
 
+    def unsaved_seconds(self) -> float:
+        """Game seconds since the oldest change not yet durably in the store (0.0 when the
+        store holds everything, or without a store): what a crash now would lose."""
+        return self._persistence.oldest_unsaved(self.clock.now)
+
     def flush(self) -> None:
         """Wait until every snapshot batch already handed to the store is on disk."""
         self._persistence.drain()
