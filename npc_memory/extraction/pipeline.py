@@ -163,7 +163,9 @@ class ExtractionPipeline:
     def tick(self, deadline: float | None = None) -> list[ExtractionResult]:
         """Collect finished calls, dispatch at most ``extraction_dispatch_per_tick`` jobs
         (fewer once ``time.perf_counter()`` passes ``deadline``: the rules extract on the
-        tick), and return at most ``extraction_apply_per_tick`` results to apply."""
+        tick; none while twice ``extraction_apply_per_tick`` results wait, so the queue's
+        bound and overflow policy hold the backlog), and return at most
+        ``extraction_apply_per_tick`` results to apply."""
         self._collect()
         self._dispatch(deadline)
         count = min(self.budgets.extraction_apply_per_tick, len(self.ready))
@@ -185,6 +187,8 @@ class ExtractionPipeline:
             self.gateway.close()
 
     def _dispatch(self, deadline: float | None) -> None:
+        if len(self.ready) >= 2 * self.budgets.extraction_apply_per_tick:
+            return  # backpressure: results wait to be applied; new jobs wait in the bounded queue
         for done in range(self.budgets.extraction_dispatch_per_tick):
             if not self.queue or (done and deadline is not None and time.perf_counter() > deadline):
                 return
