@@ -418,13 +418,17 @@ class TinyDBStore:
         described in the returned list instead of raising."""
         if self._fold is not None and self._fold.strict != strict:
             self._fold = None
-        fold = self._fold or self._begin_fold(strict=strict, all_segments=True)
-        self._fold = None
-        if fold is None:
-            return []
-        self._fold_step(fold, float("inf"))
-        self._finish_fold(fold)
-        return fold.problems
+        problems: list[str] = []
+        while True:  # a checkpoint in progress first, then what was appended since
+            fold = self._fold or self._begin_fold(strict=strict, all_segments=True)
+            self._fold = None
+            if fold is None:
+                return problems
+            self._fold_step(fold, float("inf"))
+            self._finish_fold(fold)
+            problems += fold.problems
+            if fold.keep:  # what could not be folded stays in the journal
+                return problems
 
     def _begin_fold(self, *, strict: bool, all_segments: bool = False) -> _Fold | None:
         journal = self._journal
