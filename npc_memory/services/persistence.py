@@ -371,10 +371,17 @@ class PersistenceService:
         """Capture ``key``'s document on the writer thread (see
         :func:`~npc_memory.store.records.capture_atomically`)."""
         handle = self.state.registry.live(key)
-        if handle is None:
-            stored = self.state.stored.get(key)  # stored documents are not changed
-            return None if stored is None else capture_document(stored)
-        return capture_atomically(handle, self.state.clock.now)
+        if handle is not None:
+            return capture_atomically(handle, self.state.clock.now)
+        stored = self.state.stored.get(key)
+        if stored is None:
+            return None
+        # A stored document's containers become live ones if its key is added again
+        # meanwhile: copy them atomically too.
+        captured = capture_atomically(handle_of(stored), stored.saved_at)
+        if isinstance(captured, NpcCapture) and isinstance(stored, NpcDocument):
+            captured.archetype = stored.archetype
+        return captured
 
     def _submit(self, captures: list[Capture]) -> None:
         assert self.writer is not None
