@@ -488,3 +488,26 @@ def test_recording_store_is_a_journal_store(tmp_path: Path) -> None:
     store = RecordingStore(TinyDBStore(tmp_path / "x.db"), [])
     assert isinstance(store, JournalStore)
     store.close()
+
+
+@pytest.mark.parametrize("on_writer", [True, False])
+def test_removed_and_stored_documents_are_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_writer: bool) -> None:
+    monkeypatch.setattr(persistence, "gil_enabled", lambda: on_writer)
+    plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=1.0, per_tick=10), store=tmp_path / "w.db")
+    plugin.add_npc(key="hilda", archetype="blacksmith", room="forge")
+    plugin.add_player(key="alice", room="forge")
+    plugin.remember("hilda", "alice", "Alice bought nails")
+    plugin.remove("hilda")  # kept as a stored document, written with the next round
+    plugin.remove("alice")
+    tick("w", 2)
+    plugin.flush()
+    store_path = tmp_path / "w.db"
+    npc_memory.uninstall("w")
+    store = TinyDBStore(store_path)
+    documents = store.load().documents
+    store.close()
+    hilda = documents["hilda"]
+    assert isinstance(hilda, npc_memory.store.NpcDocument)
+    assert (hilda.archetype, hilda.room, [m.content for m in hilda.bank.players["alice"].episodic]) == (
+        "blacksmith", "forge", ["Alice bought nails"])
+    assert documents["alice"].room == "forge"

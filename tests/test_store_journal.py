@@ -249,3 +249,14 @@ def test_close_leaves_a_journal_that_changes_many_documents(tmp_path: Path, monk
     assert store.maintain(deadline=float("inf")) is False  # an earlier session's journal: folded when idle
     assert not list((tmp_path / "v.db" / "journal").glob("*.log"))
     store.close()
+
+
+def test_a_checkpoint_finishes_the_one_in_progress_and_folds_what_came_after(tmp_path: Path) -> None:
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1)
+    store.write([encode_document(npc(f"n{i}")) for i in range(3)])
+    assert store.maintain(deadline=0.0)  # a checkpoint begins: one document folded
+    store.write([encode_document(npc("late", trust=0.9))])  # appended to a new segment meanwhile
+    store.checkpoint()
+    assert not list((tmp_path / "v.db" / "journal").glob("*.log"))
+    assert {p.name for p in (tmp_path / "v.db" / "docs").glob("*.json")} == {file_name(k) for k in ("n0", "n1", "n2", "late")}
+    store.close()

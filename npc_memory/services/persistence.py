@@ -18,7 +18,10 @@ Disk work and encoding never happen on the tick.
 Shedding: a round starts only once the previous one is captured, and at most
 ``MAX_BACKLOG`` tick captures wait for the writer; the keys meanwhile coalesce
 further changes. Nothing is dropped: a slow disk shows as a growing
-:meth:`PersistenceService.oldest_unsaved`.
+:meth:`PersistenceService.oldest_unsaved`. The writer gives the GIL up every
+millisecond of work, so on an interpreter the game keeps busy it gets about a sixth
+of it; once a round outlives its interval it yields only at the interpreter's own
+switch interval (about half), trading a little tick latency for a store that keeps up.
 """
 
 from __future__ import annotations
@@ -255,6 +258,7 @@ class PersistenceService:
             return
         if self.capture_on_writer:
             self._round_active = self.writer.captured_round < self._round_number
+            self.writer.late = self._round_active and now - self._last_round_start > budgets.snapshot_interval
         elif self.writer.backlog < MAX_BACKLOG:
             self._capture_slice(now, started + budgets.snapshot_tick_ms / 1000.0)
 
@@ -367,10 +371,17 @@ class PersistenceService:
         """Capture ``key``'s document on the writer thread (see
         :func:`~npc_memory.store.records.capture_atomically`)."""
         handle = self.state.registry.live(key)
-        if handle is None:
-            stored = self.state.stored.get(key)  # stored documents are not changed
-            return None if stored is None else capture_document(stored)
-        return capture_atomically(handle, self.state.clock.now)
+        if handle is not None:
+            return capture_atomically(handle, self.state.clock.now)
+        stored = self.state.stored.get(key)
+        if stored is None:
+            return None
+        # A stored document's containers become live ones if its key is added again
+        # meanwhile: copy them atomically too.
+        captured = capture_atomically(handle_of(stored), stored.saved_at)
+        if isinstance(captured, NpcCapture) and isinstance(stored, NpcDocument):
+            captured.archetype = stored.archetype
+        return captured
 
     def _submit(self, captures: list[Capture]) -> None:
         assert self.writer is not None

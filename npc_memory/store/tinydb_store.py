@@ -244,17 +244,12 @@ class TinyDBStore:
         meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
         documents: dict[str, Document] = {}
         lsns: dict[str, int] = {}
-        was_enabled = gc.isenabled()
-        gc.disable()  # decoding builds many container objects: skip the collector meanwhile
-        try:
+        with collector_paused():  # decoding builds many container objects: skip the collector
             for path in self._document_paths():
                 document, lsn = self._read_document_and_lsn(path)
                 documents[document.key] = document
                 lsns[document.key] = lsn
             meta, top = self._replay(documents, lsns, meta, meta_lsn)
-        finally:
-            if was_enabled:
-                gc.enable()
         gc.freeze()  # loaded state is long-lived: keep it out of future collections
         self._lsn = max(self._lsn or 0, top, *lsns.values())
         self._versions = {key: lsns[key] for key in documents}
@@ -423,13 +418,17 @@ class TinyDBStore:
         described in the returned list instead of raising."""
         if self._fold is not None and self._fold.strict != strict:
             self._fold = None
-        fold = self._fold or self._begin_fold(strict=strict, all_segments=True)
-        self._fold = None
-        if fold is None:
-            return []
-        self._fold_step(fold, float("inf"))
-        self._finish_fold(fold)
-        return fold.problems
+        problems: list[str] = []
+        while True:  # a checkpoint in progress first, then what was appended since
+            fold = self._fold or self._begin_fold(strict=strict, all_segments=True)
+            self._fold = None
+            if fold is None:
+                return problems
+            self._fold_step(fold, float("inf"))
+            self._finish_fold(fold)
+            problems += fold.problems
+            if fold.keep:  # what could not be folded stays in the journal
+                return problems
 
     def _begin_fold(self, *, strict: bool, all_segments: bool = False) -> _Fold | None:
         journal = self._journal
@@ -484,25 +483,32 @@ class TinyDBStore:
         if not entries:
             return
         last_whole = max((i for i, e in enumerate(entries) if e.kind != "patch"), default=-1)
+        if last_whole >= 0 and entries[last_whole].kind == "delete":
+            if last_whole + 1 < len(entries):
+                later = entries[last_whole + 1].lsn
+                self._fold_problem(fold, key, f"changes at lsn {later} after its deletion")
+            remove_durably(path, sync_dir=False)
+            return
+        if last_whole < 0 and not path.exists():
+            self._fold_problem(fold, key, "changes a document whose file is missing")
+            return
+        with collector_paused():  # a decoded document is many short-lived objects
+            folded = self._folded(fold, key, path, shard_lsn, entries, last_whole)
+        self._write_shard(path, *folded)
+
+    def _folded(
+        self, fold: _Fold, key: str, path: Path, shard_lsn: int, entries: list[_Entry], last_whole: int
+    ) -> tuple[str, bytes, int]:
+        """``(kind, JSON, lsn)`` of ``key``'s document with ``entries`` applied."""
         document: Document
         if last_whole < 0:
-            if not path.exists():
-                self._fold_problem(fold, key, "changes a document whose file is missing")
-                return
             document, lsn, patches = self._read_document(path), shard_lsn, entries
         else:
-            head = entries[last_whole]
-            patches = entries[last_whole + 1 :]
-            if head.kind == "delete":
-                if patches:
-                    self._fold_problem(fold, key, f"changes at lsn {patches[0].lsn} after its deletion")
-                remove_durably(path, sync_dir=False)
-                return
-            put = record_decoder.decode(head.payload)
+            put = record_decoder.decode(entries[last_whole].payload)
             assert isinstance(put, Put)
+            patches = entries[last_whole + 1 :]
             if not patches:
-                self._write_shard(path, put.kind, put.data, put.lsn)
-                return
+                return put.kind, put.data, put.lsn
             document, lsn = document_decoder.decode(put.data), put.lsn
         for entry in patches:
             patch = record_decoder.decode(entry.payload)
@@ -518,7 +524,7 @@ class TinyDBStore:
                 break
             lsn = patch.lsn
         encoded = encode_document(document)
-        self._write_shard(path, encoded.kind, encoded.data, lsn)
+        return encoded.kind, encoded.data, lsn
 
     def _fold_problem(self, fold: _Fold, key: str, problem: str) -> None:
         if fold.strict:
@@ -757,6 +763,20 @@ class TinyDBStore:
 def is_store(path: Path) -> bool:
     """Whether ``path`` looks like an npc-memory store directory."""
     return any((path / name).exists() for name in (META_FILE, DOCS_DIR, JOURNAL_DIR, LOCK_FILE))
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the garbage collector for a block that builds and drops many objects
+    (unless someone else paused it already)."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _encoded(records: Iterable[Record], keys: set[str]) -> Iterator[bytes]:

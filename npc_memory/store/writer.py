@@ -49,6 +49,9 @@ YIELD_EVERY = 0.001
 """Seconds of work after which this thread lets other threads take the GIL: without
 it a thread that wants the GIL waits the interpreter's switch interval (5 ms). With
 the game thread always busy this thread then gets about a sixth of the interpreter."""
+LATE_YIELD_EVERY = 0.005
+"""The same while :attr:`StoreWriter.late` (a round has outlived its interval): the
+interpreter's own switch interval, so a busy game thread and this one share it."""
 
 
 @dataclass
@@ -87,6 +90,9 @@ class StoreWriter:
         """The last snapshot round whose completing batch is on disk."""
         self.captured_round = 0
         """The last snapshot round whose documents this thread has captured."""
+        self.late = False
+        """Set by the tick while a round has outlived its interval: this thread then
+        yields the GIL only as often as the interpreter makes it."""
         self._yielded = time.perf_counter()
         self.bytes_written = 0
         """Journal bytes appended by this writer."""
@@ -244,7 +250,7 @@ class StoreWriter:
 
     def _pause(self) -> None:
         now = time.perf_counter()
-        if now - self._yielded >= YIELD_EVERY:
+        if now - self._yielded >= (LATE_YIELD_EVERY if self.late else YIELD_EVERY):
             time.sleep(0)  # releases the GIL: a waiting thread takes it
             self._yielded = time.perf_counter()
 
