@@ -17,29 +17,35 @@ from npc_memory.components.working import WorkingMemory
 
 
 @dataclass(slots=True)
-class NpcHandle:
-    """The components of one NPC. Treat them as read-only but for ``location.room``:
-    change them through the plugin's facade so invariants, versions and events hold."""
+class _Components:
+    """What NPCs and players both carry: who they are, their faction, where they are."""
 
     entity: int | None
     identity: Identity
     faction: FactionMember
     location: Location
+
+    @property
+    def key(self) -> str:
+        """The stable key."""
+        return self.identity.key
+
+    @property
+    def live(self) -> bool:
+        """Whether it is in the live world (else it was read from the store)."""
+        return self.entity is not None
+
+
+@dataclass(slots=True)
+class NpcHandle(_Components):
+    """The components of one NPC. Treat them as read-only but for ``location.room``:
+    change them through the plugin's facade so invariants, versions and events hold."""
+
     traits: NpcTraits
     bank: MemoryBank
     relationships: Relationships
     working: WorkingMemory
     knowledge: KnowledgeBase
-
-    @property
-    def key(self) -> str:
-        """The NPC's stable key."""
-        return self.identity.key
-
-    @property
-    def live(self) -> bool:
-        """Whether the NPC is in the live world (else it was read from the store)."""
-        return self.entity is not None
 
     def components(self) -> tuple[Any, ...]:
         """The components the plugin attaches to the NPC's entity."""
@@ -56,24 +62,10 @@ class NpcHandle:
 
 
 @dataclass(slots=True)
-class PlayerHandle:
+class PlayerHandle(_Components):
     """The components of one player."""
 
-    entity: int | None
-    identity: Identity
-    faction: FactionMember
-    location: Location
     profile: PlayerProfile
-
-    @property
-    def key(self) -> str:
-        """The player's stable key."""
-        return self.identity.key
-
-    @property
-    def live(self) -> bool:
-        """Whether the player is in the live world (else it was read from the store)."""
-        return self.entity is not None
 
     def components(self) -> tuple[Any, ...]:
         """The components the plugin attaches to the player's entity."""
