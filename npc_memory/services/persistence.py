@@ -259,7 +259,8 @@ class PersistenceService:
         if self.capture_on_writer:
             self._round_active = self.writer.captured_round < self._round_number
             # past half its interval a round is late: the writer takes a fair share of the GIL
-            self.writer.late = self._round_active and now - self._last_round_start > budgets.snapshot_interval / 2
+            running = now - self._last_round_start
+            self.writer.late = self._round_active and running > budgets.snapshot_interval / 2
         elif self.writer.backlog < MAX_BACKLOG:
             self._capture_slice(now, started + budgets.snapshot_tick_ms / 1000.0)
 
