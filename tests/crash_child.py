@@ -14,6 +14,8 @@ says who captures round documents: the writer thread ("writer") or the tick ("ti
 from __future__ import annotations
 
 import sys
+import threading
+from collections.abc import Iterable
 
 import esper
 
@@ -21,9 +23,35 @@ import npc_memory
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.services import persistence as persistence_module
 from npc_memory.store import TinyDBStore
+from npc_memory.store.records import Record
 
 NPCS = 12
 CHECKPOINT_BYTES = 16 * 1024
+_lines = threading.Lock()
+
+
+def say(line: str) -> None:
+    """Print one whole line (the writer thread prints too)."""
+    with _lines:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+class MarkedStore(TinyDBStore):
+    """Says when a journal append or a checkpoint slice is under way, so the parent can
+    tell where the kill landed (the last marker before it)."""
+
+    def append(self, records: Iterable[Record]) -> int:
+        say("appending")
+        written = super().append(records)
+        say("appended")
+        return written
+
+    def maintain(self, deadline: float) -> bool:
+        say("folding")
+        more = super().maintain(deadline)
+        say("folded")
+        return more
 
 
 def main(db: str, capture: str) -> None:
@@ -32,10 +60,10 @@ def main(db: str, capture: str) -> None:
     data = load_pack("village").model_dump()
     data["budgets"].update(snapshot_interval=1.0, snapshot_documents_per_tick=4, snapshot_tick_ms=1000.0)
     data["memory"].update(episodic_cap=5)
-    store = TinyDBStore(db, checkpoint_bytes=CHECKPOINT_BYTES)
+    store = MarkedStore(db, checkpoint_bytes=CHECKPOINT_BYTES)
     plugin = npc_memory.install(world="crash", pack=validate_pack(data), store=store, seed=1)
     service = plugin._persistence
-    print("ready", flush=True)
+    say("ready")
     for i in range(NPCS):
         plugin.add_npc(key=f"npc{i:02d}")
     plugin.add_player(key="alice")
@@ -52,7 +80,7 @@ def main(db: str, capture: str) -> None:
         done = min(plugin.relationship(f"npc{i:02d}", "alice").interaction_count for i in range(NPCS))
         if step % 4 == 0:
             plugin.save()
-            print(f"saved {done}", flush=True)
+            say(f"saved {done}")
             continue
         before = service.snapshots
         esper.process(1.0)
@@ -60,7 +88,7 @@ def main(db: str, capture: str) -> None:
             started[service.snapshots] = done
         durable = service.writer.durable_round
         for number in [r for r in started if r <= durable]:
-            print(f"round {started.pop(number)}", flush=True)
+            say(f"round {started.pop(number)}")
 
 
 if __name__ == "__main__":

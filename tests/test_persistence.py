@@ -338,7 +338,12 @@ def test_the_tick_never_waits_for_the_disk(tmp_path: Path, monkeypatch: pytest.M
         assert snapshot.persistence.backlog == 3  # tick capture pauses while the writer is behind
     assert snapshot.persistence.round_active  # the rest of the round waits, coalescing changes
     assert snapshot.persistence.oldest_unsaved(plugin.clock.now) >= 19.0
+    writer = snapshot.persistence.writer
+    assert writer is not None and writer.late == on_writer  # a late round gets the writer more of the GIL
     gate.set()
+    plugin.flush()
+    tick("w", 1)
+    assert not writer.late
     npc_memory.uninstall("w")  # flushes everything
     assert sorted(k for batch in writes for k in batch) == sorted(f"npc{i}" for i in range(12))
 

@@ -20,7 +20,7 @@ Shedding: a round starts only once the previous one is captured, and at most
 further changes. Nothing is dropped: a slow disk shows as a growing
 :meth:`PersistenceService.oldest_unsaved`. The writer gives the GIL up every
 millisecond of work, so on an interpreter the game keeps busy it gets about a sixth
-of it; once a round outlives its interval it yields only at the interpreter's own
+of it; once a round has run half its interval it yields only at the interpreter's own
 switch interval (about half), trading a little tick latency for a store that keeps up.
 """
 
@@ -258,7 +258,9 @@ class PersistenceService:
             return
         if self.capture_on_writer:
             self._round_active = self.writer.captured_round < self._round_number
-            self.writer.late = self._round_active and now - self._last_round_start > budgets.snapshot_interval
+            # past half its interval a round is late: the writer takes a fair share of the GIL
+            running = now - self._last_round_start
+            self.writer.late = self._round_active and running > budgets.snapshot_interval / 2
         elif self.writer.backlog < MAX_BACKLOG:
             self._capture_slice(now, started + budgets.snapshot_tick_ms / 1000.0)
 

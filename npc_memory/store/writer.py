@@ -50,7 +50,7 @@ YIELD_EVERY = 0.001
 it a thread that wants the GIL waits the interpreter's switch interval (5 ms). With
 the game thread always busy this thread then gets about a sixth of the interpreter."""
 LATE_YIELD_EVERY = 0.005
-"""The same while :attr:`StoreWriter.late` (a round has outlived its interval): the
+"""The same while :attr:`StoreWriter.late` (a round has run half its interval): the
 interpreter's own switch interval, so a busy game thread and this one share it."""
 
 
@@ -91,7 +91,7 @@ class StoreWriter:
         self.captured_round = 0
         """The last snapshot round whose documents this thread has captured."""
         self.late = False
-        """Set by the tick while a round has outlived its interval: this thread then
+        """Set by the tick while a round has run half its interval: this thread then
         yields the GIL only as often as the interpreter makes it."""
         self._yielded = time.perf_counter()
         self.bytes_written = 0
