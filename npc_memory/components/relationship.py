@@ -31,7 +31,7 @@ class Stage(StrEnum):
     TRUSTED_ALLY = "trusted_ally"
 
 
-class Relationship(msgspec.Struct, frozen=True, kw_only=True):
+class Relationship(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """How one NPC regards one player (frozen: a change replaces the record).
 
     Dimensions are in [0, 1]; ``disposition`` in [-1, 1] summarises them. Times are

@@ -394,7 +394,7 @@ class Budgets(_Model):
     decay_tick_ms: Milliseconds = 0.15
     consolidation_pairs_per_tick: PositiveInt = 5
     consolidation_tick_ms: Milliseconds = 0.1
-    snapshot_documents_per_tick: PositiveInt = 10
+    snapshot_documents_per_tick: PositiveInt = 64
     snapshot_tick_ms: Milliseconds = 0.25
     snapshot_interval: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 60.0
 
