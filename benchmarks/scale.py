@@ -1,4 +1,4 @@
-"""Sustained-load benchmark (issue 11): a busy server's load on the plugin over thousands of ticks.
+"""Sustained-load benchmark: a busy server's load on the plugin over thousands of ticks.
 
     python benchmarks/scale.py --npcs 1000 --players 100 --ticks 5000 --mix busy
     python benchmarks/scale.py --npcs 10000 --players 1000 --ticks 2000 --mix stress --json out.json

@@ -2,7 +2,7 @@
 the tick while a round runs, what a capture costs against an encode, checkpoints, full
 save and cold load (each beside TinyDB's stock JSONStorage where it compares).
 
-The busy load is issue 11's: per tick 4 conversations, 2 observed events, 10
+The busy load is the stress mix of `scale.py`: per tick 4 conversations, 2 observed events, 10
 ``remember`` calls, 2 relationship changes and 21 moves, ``time_scale=60``,
 ``esper.process(1/60)`` (one game second per tick, a round due every 60 ticks), the
 village pack with its default budgets, ~33 NPCs to a room. Ticks are paced at 60 per
@@ -64,7 +64,7 @@ def quantile(values: list[float], q: float) -> float:
 
 
 class BusyWorld:
-    """A world under issue 11's load, with a store; ``tick()`` plays one busy tick."""
+    """A world under the stress load, with a store; ``tick()`` plays one busy tick."""
 
     def __init__(self, path: Path, npcs: int, players: int, seed: int = 1) -> None:
         self.plugin = npc_memory.install(world="bench", store=path, seed=seed, time_scale=60.0)
@@ -167,7 +167,7 @@ class BusyWorld:
 @pytest.mark.parametrize(("npcs", "players", "ticks"), [(1_000, 100, 1_000), (10_000, 1_000, 2_000)])
 def test_snapshot_rounds_under_a_busy_load(benchmark: Any, tmp_path: Path, cleanup: None,
                                             npcs: int, players: int, ticks: int) -> None:
-    """Issue 11's load: does every round complete, and within how many ticks (game
+    """The stress load: does every round complete, and within how many ticks (game
     seconds)? Most NPCs are dirty every interval. Timed: the whole run."""
     n, p, t = scale(benchmark, npcs, 50), scale(benchmark, players, 10), scale(benchmark, ticks, 130)
     world = BusyWorld(tmp_path / "busy.db", n, p)

@@ -43,13 +43,6 @@ def test_daily_and_per_npc_budgets_with_settlement_and_a_new_day() -> None:
     assert limiter.check("hilda", 600) is None and limiter.spent_today == 0
 
 
-def test_try_reserve_checks_and_reserves_in_one_step() -> None:
-    limiter = BudgetLimiter(daily_tokens=1000, npc_daily_tokens=1000, requests_per_minute=100, now=lambda: 0.0)
-    assert limiter.try_reserve("hilda", 600) is None and limiter.spent_today == 600
-    assert limiter.try_reserve("hilda", 600) == "budget: daily tokens (600 of 1000 used)"
-    assert limiter.spent_today == 600  # a refusal reserves nothing
-
-
 def test_requests_per_minute_slides() -> None:
     now = [0.0]
     limiter = BudgetLimiter(daily_tokens=10**9, npc_daily_tokens=10**9, requests_per_minute=2, now=lambda: now[0])

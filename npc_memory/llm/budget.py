@@ -97,14 +97,6 @@ class BudgetLimiter:
             self._requests.append(self.now())
             self._charge(npc, estimate)
 
-    def try_reserve(self, npc: str, estimate: int) -> str | None:
-        """:meth:`check` and, when it passes, :meth:`reserve`, as one step."""
-        with self._lock:
-            refusal = self.check(npc, estimate)
-            if refusal is None:
-                self.reserve(npc, estimate)
-            return refusal
-
     def settle(self, npc: str, estimate: int, usage: TokenUsage | None, cost_usd: float = 0.0) -> None:
         """Replace a reservation by what the call really used (``None``: nothing, because
         it failed before the API counted anything)."""
