@@ -245,7 +245,8 @@ class TinyDBStore:
                 self._found.append((str(docs), "missing: every NPC and player document is gone"))
             self._acquire()
             if not read_only:
-                docs.mkdir(exist_ok=True)
+                if not self._found:  # a removed docs/ stays reported until repaired
+                    docs.mkdir(exist_ok=True)
                 self._clean_temporaries()
             self._journal = Journal(self.path / JOURNAL_DIR, create=not read_only)
         except OSError as exc:
@@ -286,7 +287,10 @@ class TinyDBStore:
                     continue
                 documents[document.key] = document
                 lsns[document.key] = lsn
-            if found:
+            if found:  # also what the readable documents hold, before stopping
+                docs = self.path / DOCS_DIR
+                for key, document in documents.items():
+                    found += [(str(docs / file_name(key)), p) for p in document_problems(document)]
                 raise self._damage(found)
             folded = max(lsns.values(), default=0) > 0  # documents a checkpoint wrote
             with self._naming():
@@ -907,6 +911,8 @@ class TinyDBStore:
 
     def _clean_temporaries(self) -> None:
         for directory in (self.path, self.path / DOCS_DIR):
+            if not directory.is_dir():
+                continue
             for leftover in directory.glob(f"*{TEMP_SUFFIX}"):
                 with contextlib.suppress(FileNotFoundError):
                     leftover.unlink()
