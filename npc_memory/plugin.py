@@ -152,7 +152,7 @@ class MemoryPlugin:
         self._conversations = ConversationService(
             state, pipeline, self._memories, self._knowledge, self._relationships
         )
-        self._persistence = PersistenceService(state, store, pipeline.pending, snapshots)
+        self._persistence = PersistenceService(state, store, pipeline, snapshots)
         self._population = PopulationService(state, self._persistence, self._knowledge, self._conversations)
         self._maintenance = MaintenanceService(
             state, pipeline, self._memories, self._relationships, self._knowledge

@@ -142,6 +142,12 @@ class ExtractionPipeline:
         self.in_flight: list[_InFlight] = []
         self.ready: deque[ExtractionResult] = deque()
         self.parked: list[ExtractionResult] = []
+        self.released: deque[tuple[int, ExtractionJob]] = deque()
+        """Jobs handed out to be applied, numbered: until a snapshot that captured their
+        NPC after they were applied is on disk, they are saved as pending too (applying
+        is idempotent per conversation), so a crash never loses one."""
+        self.released_total = 0
+        """How many jobs were ever handed out (the number of the last in ``released``)."""
 
     def enqueue(self, job: ExtractionJob) -> bool:
         """Queue ``job``; ``False`` (and nothing queued) when the queue is full."""
@@ -169,7 +175,51 @@ class ExtractionPipeline:
         self._collect()
         self._dispatch(deadline)
         count = min(self.budgets.extraction_apply_per_tick, len(self.ready))
-        return [self.ready.popleft() for _ in range(count)]
+        results = [self.ready.popleft() for _ in range(count)]
+        self._release(results)
+        return results
+
+    def take_parked(self) -> list[ExtractionResult]:
+        """Every parked result, handed out to be applied (see :attr:`released`)."""
+        parked, self.parked = self.parked, []
+        self._release(parked)
+        return parked
+
+    def unsaved(self) -> list[ExtractionJob]:
+        """Jobs whose outcome the store may not hold yet: released ones still kept,
+        then :meth:`pending`, each conversation once."""
+        seen: set[str] = set()
+        jobs = []
+        for job in [*(job for _, job in self.released), *self.pending()]:
+            if job.conversation not in seen:
+                seen.add(job.conversation)
+                jobs.append(job)
+        return jobs
+
+    def forget_released(self, upto: int) -> None:
+        """Stop keeping released jobs numbered ``upto`` or lower (a snapshot that
+        started after they were applied is on disk)."""
+        released = self.released
+        while released and released[0][0] <= upto:
+            released.popleft()
+
+    def forget_jobs_of(self, key: str) -> None:
+        """Drop the queued, parked and released jobs about ``key`` (an NPC or player
+        being forgotten)."""
+        self.parked = [r for r in self.parked if key not in (r.job.npc, r.job.player)]
+        kept = [job for job in self.queue if key not in (job.npc, job.player)]
+        if len(kept) != len(self.queue):
+            self.queue.clear()
+            self.queue.extend(kept)
+        released = [(n, job) for n, job in self.released if key not in (job.npc, job.player)]
+        if len(released) != len(self.released):
+            self.released.clear()
+            self.released.extend(released)
+
+    def _release(self, results: list[ExtractionResult]) -> None:
+        for result in results:
+            self.released_total += 1
+            self.released.append((self.released_total, result.job))
 
     def pending(self) -> list[ExtractionJob]:
         """Every job not yet applied (queued, in flight, ready or parked), oldest first."""

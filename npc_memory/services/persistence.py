@@ -30,7 +30,7 @@ import datetime
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 
 from npc_memory.components import (
     FactionMember,
@@ -42,7 +42,7 @@ from npc_memory.components import (
 )
 from npc_memory.errors import StoreError
 from npc_memory.events import SnapshotFailed
-from npc_memory.extraction.model import ExtractionJob
+from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.state import WorldState
 from npc_memory.store import (
     SCHEMA_VERSION,
@@ -130,14 +130,14 @@ class PersistenceService:
         self,
         state: WorldState,
         store: Store | None,
-        pending: Callable[[], list[ExtractionJob]],
+        pipeline: ExtractionPipeline,
         snapshots: int = 0,
         *,
         capture_on_writer: bool | None = None,
     ) -> None:
         self.state = state
         self.store = store
-        self.pending = pending
+        self.pipeline = pipeline
         self.snapshots = snapshots
         """Snapshot rounds numbered over the store's life (the last one started)."""
         self.rounds_completed = 0
@@ -161,8 +161,11 @@ class PersistenceService:
         self._since: float | None = None
         """Game time of the oldest change not yet taken into a round (conservative:
         the game time of the tick before the one that first saw it)."""
-        self._unsettled: deque[tuple[int, float]] = deque()
-        """(round, oldest change) of rounds taken and not yet on disk, oldest first."""
+        self._unsettled: deque[tuple[int, float, int]] = deque()
+        """(round, oldest change, extraction jobs released before it started) of rounds
+        taken and not yet on disk, oldest first."""
+        self._failed_rounds: set[int] = set()
+        """Rounds a batch of which failed (their released jobs stay saved as pending)."""
         self._capture_cost = 0.0
         """Recent wall seconds per capture (an exponential average), to stop in budget."""
 
@@ -231,7 +234,7 @@ class PersistenceService:
             rng_state=rng_state,
             rng_gauss=rng_gauss,
             snapshots=snapshots,
-            pending_extractions=self.pending(),
+            pending_extractions=self.pipeline.unsaved(),
         )
 
     # ------------------------------------------------------------------ snapshot rounds
@@ -252,12 +255,14 @@ class PersistenceService:
             self._start_round(now)
             if self.capture_on_writer:  # the writer captures the round: hand it the keys
                 keys, self._round = self._round, set()  # the writer owns the set now
-                self._submit_end([], now, keys)
-                self._round_active = True  # until the writer has captured them
+                self._submit_keys(keys)
         if not self._round_active:
             return
         if self.capture_on_writer:
-            self._round_active = self.writer.captured_round < self._round_number
+            if self.writer.captured_round >= self._round_number:
+                # The metadata follows the captures: its pending jobs then cover every
+                # conversation the captured documents show as ended and not yet applied.
+                self._submit_end([], now)
             # past half its interval a round is late: the writer takes a fair share of the GIL
             running = now - self._last_round_start
             self.writer.late = self._round_active and running > budgets.snapshot_interval / 2
@@ -279,7 +284,7 @@ class PersistenceService:
             state.dirty = set()
             if self._since is not None and self._round_since is not None:
                 self._round_since = min(self._round_since, self._since)
-                self._unsettled[-1] = (self._round_number, self._round_since)
+                self._unsettled[-1] = (self._round_number, self._round_since, self._unsettled[-1][2])
             self._since = None
         else:  # (a round the writer is capturing goes on; this one follows it)
             self._start_round(now)
@@ -299,7 +304,7 @@ class PersistenceService:
         holds everything). Conservative by up to one tick: a change is dated to the
         tick before the one that first saw it."""
         self._settle()
-        times = [since for _, since in self._unsettled]
+        times = [since for _, since, _ in self._unsettled]
         if self._since is not None:
             times.append(self._since)
         return max(0.0, now - min(times)) if times else 0.0
@@ -333,7 +338,7 @@ class PersistenceService:
         self._round, state.dirty = state.dirty, set()  # O(1): the round owns the old set
         self._round_since = now if self._since is None else self._since
         self._since = None
-        self._unsettled.append((self._round_number, self._round_since))
+        self._unsettled.append((self._round_number, self._round_since, self.pipeline.released_total))
         self._round_active = True
         self._last_round_start = now
 
@@ -396,6 +401,17 @@ class PersistenceService:
                 )
             )
 
+    def _submit_keys(self, keys: Collection[str]) -> None:
+        """Hand the round's ``keys`` to the writer to capture; the round stays active
+        until it has, then :meth:`tick` submits the metadata."""
+        assert self.writer is not None
+        deletions = sorted(self.state.deleted)
+        self.state.deleted.clear()
+        self.writer.submit(
+            WriteBatch(keys=keys, deletions=deletions, round=self._round_number, since=self._round_since)
+        )
+        self._round_active = True
+
     def _submit_end(self, captures: list[Capture], now: float, keys: Collection[str] = ()) -> None:
         """Submit the last batch of the current round (captures made here, or ``keys``
         for the writer to capture), with the metadata."""
@@ -429,10 +445,15 @@ class PersistenceService:
             if batch.since is not None:
                 self._since = batch.since if self._since is None else min(self._since, batch.since)
             errors.append(error)
+            self._failed_rounds.add(batch.round)
             self.state.publish(SnapshotFailed(game_time=self.state.clock.now, error=str(error)))
         while self._unsettled and self._unsettled[0][0] <= durable and not (
             self._round_active and self._unsettled[0][0] == self._round_number
         ):
-            self._unsettled.popleft()
+            number, _, released = self._unsettled.popleft()
+            if number in self._failed_rounds:
+                self._failed_rounds.discard(number)
+            else:  # every job applied before the round began is in a document on disk
+                self.pipeline.forget_released(released)
             self.rounds_completed += 1
         return errors

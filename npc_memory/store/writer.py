@@ -89,7 +89,8 @@ class StoreWriter:
         self.durable_round = 0
         """The last snapshot round whose completing batch is on disk."""
         self.captured_round = 0
-        """The last snapshot round whose documents this thread has captured."""
+        """The last snapshot round whose documents this thread has captured (and
+        written, or failed to)."""
         self.late = False
         """Set by the tick while a round has run half its interval: this thread then
         yields the GIL only as often as the interpreter makes it."""
@@ -199,7 +200,7 @@ class StoreWriter:
             self.durable_round = max([self.durable_round, *(b.round for b in batches if b.meta is not None)])
         finally:
             self._written += sum(len(b.captures) + len(b.keys) for b in batches)
-            ended = [b.round for b in batches if b.meta is not None]
+            ended = [b.round for b in batches if b.meta is not None or b.keys]
             self.captured_round = max([self.captured_round, *ended])
 
     def _records(
