@@ -174,17 +174,21 @@ def _open_store(store: str | os.PathLike[str] | Store | None, pack: Pack) -> Sto
     raise InvalidArgumentError(f"store must be a path, a Store or None, got {store!r}")
 
 
-def uninstall(world: str | None = None) -> None:
+def uninstall(world: str | None = None, *, save: bool = True) -> None:
     """Remove the plugin from ``world`` (default: the current world): save everything
     to its store and close it, remove its processors and event subscriptions.
     Components stay on their entities. Raises :class:`NotInstalledError` if no plugin
-    is installed there, and :class:`StoreError` if the final save failed (the plugin is
-    uninstalled all the same)."""
+    is installed there. If the final save fails, raises :class:`StoreError` saying how
+    to go on, and the plugin stays installed with everything in memory: call
+    ``uninstall`` again once the store works, ``plugin.export(PATH)`` to write the
+    world elsewhere, or ``uninstall(save=False)`` to give up what is not on disk."""
+    check_flag("save", save)
     name = esper.current_world if world is None else world
-    plugin = _INSTALLED.pop(name, None)
+    plugin = _INSTALLED.get(name)
     if plugin is None:
         raise NotInstalledError(f"npc_memory is not installed in esper world {name!r}")
-    plugin.detach()
+    plugin.detach(save=save)
+    del _INSTALLED[name]
 
 
 def get_plugin(world: str | None = None) -> MemoryPlugin:

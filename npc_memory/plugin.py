@@ -12,7 +12,9 @@ import copy
 import functools
 import logging
 import math
+import os
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import esper
@@ -45,6 +47,7 @@ from npc_memory.errors import (
     NotInstalledError,
     NpcMemoryError,
     PrivacyError,
+    StoreError,
     VersionConflictError,
 )
 from npc_memory.events import Event
@@ -70,6 +73,8 @@ from npc_memory.services import (
     ConversationEnded,
     ConversationService,
     DialogueService,
+    Health,
+    HealthService,
     KnowledgeService,
     MaintenanceService,
     MemoryService,
@@ -82,6 +87,8 @@ from npc_memory.services import (
 from npc_memory.state import Ref, Subscription, WorldState
 from npc_memory.state.world import world_context
 from npc_memory.store import Store
+from npc_memory.store.files import write_atomic
+from npc_memory.store.tools import export_bytes
 from npc_memory.systems import (
     CLOCK_PRIORITY,
     CONSOLIDATION_PRIORITY,
@@ -153,6 +160,7 @@ class MemoryPlugin:
             state, pipeline, self._memories, self._knowledge, self._relationships
         )
         self._persistence = PersistenceService(state, store, pipeline, snapshots)
+        self._health = HealthService(state, self._persistence, pipeline)
         self._population = PopulationService(state, self._persistence, self._knowledge, self._conversations)
         self._maintenance = MaintenanceService(
             state, pipeline, self._memories, self._relationships, self._knowledge
@@ -211,21 +219,40 @@ class MemoryPlugin:
             ),
             (decay, DECAY_PRIORITY),
             (consolidation, CONSOLIDATION_PRIORITY),
-            (SnapshotSystem(self._persistence), SNAPSHOT_PRIORITY),
+            (SnapshotSystem(self._persistence, self._health), SNAPSHOT_PRIORITY),
             (EventSystem(state.events), EVENT_PRIORITY),
         ]
+        timing = (
+            ("clock", None), ("lifecycle", None), ("extraction", budgets.extraction_tick_ms),
+            ("gossip", budgets.gossip_tick_ms), ("decay", budgets.decay_tick_ms),
+            ("consolidation", budgets.consolidation_tick_ms), ("snapshot", budgets.snapshot_tick_ms),
+            ("events", None),
+        )  # fmt: skip
+        for (processor, _), (name, budget_ms) in zip(band, timing, strict=True):  # time each tick, per system
+            setattr(processor, "process", self._health.timed(name, processor.process, budget_ms))  # noqa: B010
         with world_context(self.world, create=True):
             for processor, offset in band:
                 esper.add_processor(processor, priority=priority + offset)
                 self.processors.append(processor)
 
-    def detach(self) -> None:
-        """Save, stop the plugin's threads and remove its systems (``uninstall`` does this)."""
+    def detach(self, *, save: bool = True) -> None:
+        """Save, stop the plugin's threads and remove its systems (``uninstall`` does this).
+        If saving fails, raises :class:`StoreError` and stays attached with everything
+        in memory (``save=False`` detaches without saving)."""
         error: NpcMemoryError | None = None
-        try:
-            self._persistence.save()
-        except NpcMemoryError as exc:
-            error = exc
+        if save:
+            try:
+                self._persistence.save()
+            except StoreError as exc:
+                where = f"esper world {self.world!r}"
+                raise StoreError(
+                    f"{exc}. npc_memory stays installed in {where} with everything in memory: fix the "
+                    f"store and call npc_memory.uninstall() again, or write the world elsewhere with "
+                    f"plugin.export(PATH) and load it with 'npc-memory import --db NEW_STORE PATH'; "
+                    f"npc_memory.uninstall(save=False) gives up what is not on disk"
+                ) from exc
+            except NpcMemoryError as exc:
+                error = exc
         try:
             self._state.events.deliver()  # what the last changes queued reaches its handlers
         except EventHandlerError as exc:
@@ -251,6 +278,38 @@ class MemoryPlugin:
         without a store). Raises :class:`StoreError` if writing failed; the changes
         stay queued for the next snapshot."""
         self._persistence.save()
+
+    def health(self) -> Health:
+        """How the plugin is doing: ``status`` ``ok``, ``degraded`` (working, but
+        something needs attention; nothing is lost) or ``failing`` (the store is not
+        being written), with ``reasons`` and since when (game time ``since``, UTC
+        ``since_wall``). Each change is also published as :class:`HealthChanged`."""
+        return self._health.health()
+
+    def metrics(self) -> dict[str, Any]:
+        """Figures since install, as plain data: ``health``; ``ticks`` per system
+        (``p50_ms``, ``p99_ms``, ``max_ms`` over the last 600 ticks, ``budget_ms``,
+        ``overruns`` and ``overruns_in_window``); ``queues`` (extraction queued, in
+        flight, ready, parked; snapshot backlog, store batches in flight);
+        ``extraction`` outcomes; ``llm`` calls, failures, tokens, ``cost_usd`` and
+        breaker state; ``snapshots`` (rounds started and completed,
+        ``oldest_unsaved_s``); ``store`` (write latency p50/p99, writes, failures,
+        bytes); ``counts`` of NPCs, players, memories, facts and relationships (this
+        walks every NPC: call it now and then, not every tick)."""
+        return self._health.metrics()
+
+    def export(self, path: str | os.PathLike[str]) -> int:
+        """Write the whole world as it is in memory to ``path`` in the export format
+        (``npc-memory import --db STORE PATH`` loads it); returns the number of
+        documents. For a world whose store fails or was lost: nothing is read from
+        the store."""
+        meta, documents = self._persistence.export()
+        target = Path(path)
+        try:
+            write_atomic(target, export_bytes(meta, documents), keep_previous=False)
+        except OSError as exc:
+            raise StoreError(f"cannot write the export to {target}: {exc.strerror or exc}") from exc
+        return len(documents)
 
     def unsaved_seconds(self) -> float:
         """Game seconds since the oldest change not yet durably in the store (0.0 when the

@@ -356,7 +356,8 @@ def test_the_tick_never_waits_for_the_disk(tmp_path: Path, monkeypatch: pytest.M
 
 def test_failed_writes_are_reported_and_retried(tmp_path: Path) -> None:
     writes: list[list[str]] = []
-    store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes, fail=1)
+    # Two failures: the round's append, then hilda's own (a failed append is retried a document at a time).
+    store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes, fail=2)
     plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=1.0, per_tick=10), store=store)
     failures: list[SnapshotFailed] = []
     plugin.on(SnapshotFailed, failures.append)
@@ -376,9 +377,15 @@ def test_save_raises_when_the_store_fails(tmp_path: Path) -> None:
     plugin.add_npc(key="hilda")
     with pytest.raises(StoreError, match="disk full"):
         plugin.save()
-    with pytest.raises(StoreError, match="disk full"):
+    with pytest.raises(StoreError, match="disk full.*stays installed"):
         npc_memory.uninstall("w")
+    assert plugin.installed and plugin.npc("hilda")  # everything is still in memory
+    store.fail = 0  # the disk recovers: uninstalling saves
+    npc_memory.uninstall("w")
     assert not plugin.installed and "w" not in npc_memory.installation._INSTALLED
+    reopened = TinyDBStore(tmp_path / "w.db")
+    assert "hilda" in reopened.load().documents
+    reopened.close()
 
 
 def test_save_without_a_store_is_a_no_op() -> None:

@@ -40,8 +40,8 @@ from npc_memory.components import (
     NpcHandle,
     PlayerHandle,
 )
-from npc_memory.errors import StoreError
-from npc_memory.events import SnapshotFailed
+from npc_memory.errors import StoreError, StoreLostError, StoreOwnershipError
+from npc_memory.events import SnapshotFailed, StoreOwnershipLost
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.state import WorldState
 from npc_memory.store import (
@@ -168,6 +168,14 @@ class PersistenceService:
         """Rounds a batch of which failed (their released jobs stay saved as pending)."""
         self._capture_cost = 0.0
         """Recent wall seconds per capture (an exponential average), to stop in budget."""
+        self.failed_streak = 0
+        """Store writes that failed since the last one that succeeded."""
+        self.failures = 0
+        """Store writes that failed since install."""
+        self.last_error: str | None = None
+        """What the latest failed write said."""
+        self.disowned: str | None = None
+        """Why this process stopped writing to the store (it lost the store's lock), if it did."""
 
     def _seed(self, versions: Mapping[str, int]) -> None:
         """Let the writer patch the loaded documents rather than rewrite them whole:
@@ -247,6 +255,8 @@ class PersistenceService:
         state = self.state
         now = state.clock.now
         self._settle()
+        if self.disowned is not None:  # another process may own the store: never write to it again
+            return
         if self._since is None and (state.dirty or state.deleted):
             self._since = self._previous_now  # changed at or after the previous tick
         self._previous_now = now
@@ -275,6 +285,8 @@ class PersistenceService:
         if self.writer is None:
             return
         self._settle()
+        if self.disowned is not None:
+            raise StoreOwnershipError(self.disowned)
         state = self.state
         now = state.clock.now
         if state.dirty or state.deleted:
@@ -446,6 +458,16 @@ class PersistenceService:
                 self._since = batch.since if self._since is None else min(self._since, batch.since)
             errors.append(error)
             self._failed_rounds.add(batch.round)
+            self.failed_streak += 1
+            self.failures += 1
+            self.last_error = str(error)
+            if isinstance(error, StoreLostError):  # the store holds nothing: everything is written again
+                self._mark_everything()
+            if isinstance(error, StoreOwnershipError) and self.disowned is None:
+                self.disowned = str(error)
+                where = str(getattr(self.store, "path", self.store))
+                lost = StoreOwnershipLost(game_time=self.state.clock.now, store=where, error=str(error))
+                self.state.publish(lost)
             self.state.publish(SnapshotFailed(game_time=self.state.clock.now, error=str(error)))
         while self._unsettled and self._unsettled[0][0] <= durable and not (
             self._round_active and self._unsettled[0][0] == self._round_number
@@ -456,4 +478,24 @@ class PersistenceService:
             else:  # every job applied before the round began is in a document on disk
                 self.pipeline.forget_released(released)
             self.rounds_completed += 1
+            if not errors:
+                self.failed_streak = 0
         return errors
+
+    def _mark_everything(self) -> None:
+        """Mark every NPC and player, live or stored, to be written (once, after the
+        store lost what it held)."""
+        state = self.state
+        state.dirty.update(state.registry.npc_keys(), state.registry.player_keys(), state.stored)
+
+    def export(self) -> tuple[StoreMeta, list[Document]]:
+        """The whole world as it is in memory now: metadata and every document (live
+        and stored), sorted by key; for writing it elsewhere when its store fails."""
+        state = self.state
+        now = state.clock.now
+        documents: dict[str, Document] = dict(state.stored)
+        for key in (*state.registry.npc_keys(), *state.registry.player_keys()):
+            handle = state.registry.live(key)
+            if handle is not None:
+                documents[key] = document_of(handle, now)
+        return self.meta(self.snapshots), [documents[key] for key in sorted(documents)]

@@ -64,8 +64,12 @@ def export_store(path: str | os.PathLike[str]) -> bytes:
         contents = store.load()
     finally:
         store.close()
-    documents = [contents.documents[key] for key in sorted(contents.documents)]
-    data = _export_encoder.encode(ExportFile(meta=contents.meta, documents=documents))
+    return export_bytes(contents.meta, [contents.documents[key] for key in sorted(contents.documents)])
+
+
+def export_bytes(meta: StoreMeta | None, documents: Sequence[Document]) -> bytes:
+    """``meta`` and ``documents`` (sorted by key) as export JSON (indented, newline-terminated)."""
+    data = _export_encoder.encode(ExportFile(meta=meta, documents=list(documents)))
     return msgspec.json.format(data, indent=2) + b"\n"
 
 
