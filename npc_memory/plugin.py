@@ -279,6 +279,7 @@ class MemoryPlugin:
         stay queued for the next snapshot."""
         self._persistence.save()
 
+    @_delivers
     def health(self) -> Health:
         """How the plugin is doing: ``status`` ``ok``, ``degraded`` (working, but
         something needs attention; nothing is lost) or ``failing`` (the store is not

@@ -5,7 +5,9 @@ Tick times are kept per system in fixed ring buffers (:class:`SampleWindow`): ti
 system costs two clock reads and one store into an array per tick. Health is judged
 every ``EVALUATE_EVERY`` ticks from counters the services keep anyway (O(1)); a change
 publishes :class:`HealthChanged`. Counting memories, facts and relationships walks
-every NPC, so it happens only when :meth:`HealthService.metrics` is called.
+every NPC, so it happens only when :meth:`HealthService.metrics` is called. Metrics
+only read (containers are copied with single C calls before they are walked), so an
+exporter thread may gather them while the game runs.
 """
 
 from __future__ import annotations
@@ -150,14 +152,15 @@ class HealthService:
         return failing, degraded
 
     def metrics(self) -> dict[str, Any]:
-        """Figures since install (see ``MemoryPlugin.metrics`` for the keys)."""
+        """Figures since install (see ``MemoryPlugin.metrics`` for the keys), with the
+        health as last judged; safe to call from another thread."""
         persistence = self.persistence
         pipeline = self.pipeline
         stats = pipeline.stats
         writer = persistence.writer
         now = self.state.clock.now
         ticks = {
-            name: {
+            name: {  # (one window per system; the game thread adds to them meanwhile)
                 "p50_ms": window.percentile(50) * 1000.0,
                 "p99_ms": window.percentile(99) * 1000.0,
                 "max_ms": max(window.samples[: window.count], default=0.0) * 1000.0,
@@ -167,11 +170,11 @@ class HealthService:
                 "window": window.count,
                 "ticks": window.total,
             }
-            for name, window in self.ticks.items()
+            for name, window in list(self.ticks.items())
         }
         latency = None if writer is None else writer.latency
         return {
-            "health": self.health().status,
+            "health": self._current.status,
             "ticks": ticks,
             "queues": {
                 "extraction_queued": len(pipeline.queue),
@@ -198,7 +201,7 @@ class HealthService:
             "snapshots": {
                 "rounds_started": persistence.snapshots,
                 "rounds_completed": persistence.rounds_completed,
-                "oldest_unsaved_s": persistence.oldest_unsaved(now),
+                "oldest_unsaved_s": persistence.unsaved(now),
             },
             "store": {
                 "write_p50_ms": 0.0 if latency is None else latency.percentile(50) * 1000.0,
@@ -216,20 +219,16 @@ class HealthService:
         every NPC: on demand only)."""
         state = self.state
         registry = state.registry
-        counts = {"npcs": 0, "players": 0, "memories": 0, "facts": 0, "relationships": 0}
-        npcs: list[Any] = []
-        for key in registry.npc_keys():
-            handle = registry.live(key)
-            if isinstance(handle, NpcHandle):
-                npcs.append(handle)
-        counts["players"] = len(registry.player_keys())
+        counts = {"npcs": 0, "players": len(registry.players), "memories": 0, "facts": 0, "relationships": 0}
+        npcs: list[NpcHandle | NpcDocument] = list(registry.npcs.values())
         for document in list(state.stored.values()):
             if isinstance(document, NpcDocument):
                 npcs.append(document)
             else:
                 counts["players"] += 1
         for npc in npcs:
-            counts["memories"] += npc.bank.count()
+            bank = npc.bank
+            counts["memories"] += len(bank.world) + sum(map(len, list(bank.players.values())))
             counts["facts"] += len(npc.knowledge.facts)
             counts["relationships"] += len(npc.relationships.by_player)
         counts["npcs"] = len(npcs)

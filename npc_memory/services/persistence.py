@@ -316,9 +316,15 @@ class PersistenceService:
         holds everything). Conservative by up to one tick: a change is dated to the
         tick before the one that first saw it."""
         self._settle()
-        times = [since for _, since, _ in self._unsettled]
-        if self._since is not None:
-            times.append(self._since)
+        return self.unsaved(now)
+
+    def unsaved(self, now: float) -> float:
+        """:meth:`oldest_unsaved` as of the last tick, without taking in what the writer
+        finished since: only reads, so another thread (a metrics exporter) may call it."""
+        times = [since for _, since, _ in list(self._unsettled)]
+        since = self._since
+        if since is not None:
+            times.append(since)
         return max(0.0, now - min(times)) if times else 0.0
 
     def drain(self) -> None:
@@ -420,7 +426,10 @@ class PersistenceService:
         deletions = sorted(self.state.deleted)
         self.state.deleted.clear()
         self.writer.submit(
-            WriteBatch(keys=keys, deletions=deletions, round=self._round_number, since=self._round_since)
+            WriteBatch(
+                keys=keys, deletions=deletions, round=self._round_number, since=self._round_since,
+                captures_round=True,
+            )
         )
         self._round_active = True
 

@@ -76,6 +76,8 @@ class WriteBatch:
     audit: list[AuditEntry] = field(default_factory=list)
     round: int = 0
     since: float | None = None
+    captures_round: bool = False
+    """The batch holds the rest of its round's documents (its metadata follows)."""
 
 
 class StoreWriter:
@@ -220,7 +222,7 @@ class StoreWriter:
         finally:
             self.latency.add(time.perf_counter() - started)
             self._written += sum(len(b.captures) + len(b.keys) for b in batches)
-            ended = [b.round for b in batches if b.meta is not None or b.keys]
+            ended = [b.round for b in batches if b.meta is not None or b.captures_round]
             self.captured_round = max([self.captured_round, *ended])
 
     def _forget(self, batches: list[WriteBatch]) -> None:
