@@ -377,7 +377,7 @@ def test_save_raises_when_the_store_fails(tmp_path: Path) -> None:
     plugin.add_npc(key="hilda")
     with pytest.raises(StoreError, match="disk full"):
         plugin.save()
-    with pytest.raises(StoreError, match="disk full.*stays installed"):
+    with pytest.raises(StoreError, match=r"disk full.*stays installed"):
         npc_memory.uninstall("w")
     assert plugin.installed and plugin.npc("hilda")  # everything is still in memory
     store.fail = 0  # the disk recovers: uninstalling saves
