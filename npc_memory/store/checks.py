@@ -13,7 +13,7 @@ import base64
 import binascii
 import math
 from collections.abc import Callable, Iterable, Mapping
-from operator import attrgetter, itemgetter, methodcaller
+from operator import attrgetter
 from pathlib import Path
 
 from npc_memory.store.documents import Document, NpcDocument, StoreMeta
@@ -24,20 +24,18 @@ RNG_WORDS = 625
 _id = attrgetter("id")
 
 
-def _highest(ids: list[str], prefix: str) -> tuple[int, list[str]]:
-    """The highest number among ``ids`` (``<prefix><n>``) and the ids not of that form."""
+def _highest(ids: list[str], prefix: str) -> int:
+    """The highest number among the ids of the form ``<prefix><number>`` (0: none).
+    Longer numbers are larger, so the longest id, ties broken alphabetically, holds it:
+    found without converting each id (other ids only cost a slower second look)."""
     if not ids:
-        return 0, []
-    numbers = list(map(itemgetter(slice(len(prefix), None)), ids))
-    if all(map(str.isdigit, numbers)) and all(map(methodcaller("startswith", prefix), ids)):
-        odd: list[str] = []
-    else:
-        odd = [i for i, n in zip(ids, numbers, strict=True) if not (i.startswith(prefix) and n.isdigit())]
-        numbers = [n for i, n in zip(ids, numbers, strict=True) if i not in odd]
-        if not numbers:
-            return 0, odd
-    _, top = max(zip(map(len, numbers), numbers, strict=True))  # longer is larger: no int() per id
-    return int(top), odd
+        return 0
+    _, top = max(zip(map(len, ids), ids, strict=True))
+    number = top[len(prefix) :]
+    if top.startswith(prefix) and number.isdigit():
+        return int(number)
+    cut = len(prefix)
+    return max((int(i[cut:]) for i in ids if i.startswith(prefix) and i[cut:].isdigit()), default=0)
 
 
 def document_problems(document: Document) -> list[str]:
@@ -64,31 +62,10 @@ def _counter_problems(ids: list[str], prefix: str, next_id: int, what: str, fiel
         seen: set[str] = set()
         twice = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
         problems.append(f"{what} ids used twice: {', '.join(twice[:5])}")
-    top, odd = _highest(ids, prefix)
-    if odd:
-        problems.append(f"{what} ids not of the form {prefix}<number>: {', '.join(sorted(odd)[:5])}")
+    top = _highest(ids, prefix)
     if next_id <= top:
         problems.append(f"{field} is {next_id} but {what} {prefix}{top} exists: an id would be reused")
     return problems
-
-
-def mended_counters(document: Document) -> dict[str, int]:
-    """The ``next_id`` values that make ``document``'s counters sound again (only those
-    that need changing): ``{"bank": n, "knowledge": n}``."""
-    if not isinstance(document, NpcDocument):
-        return {}
-    bank = document.bank
-    ids: list[str] = []
-    for pair in (bank.world, *bank.players.values()):
-        ids += map(_id, pair.all())
-    mended = {}
-    top = _highest(ids, "m")[0]
-    if bank.next_id <= top:
-        mended["bank"] = top + 1
-    top = _highest(list(map(_id, document.knowledge.facts)), "f")[0]
-    if document.knowledge.next_id <= top:
-        mended["knowledge"] = top + 1
-    return mended
 
 
 def meta_problems(meta: StoreMeta) -> list[str]:
