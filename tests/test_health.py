@@ -99,25 +99,24 @@ def test_failing_writes_degrade_then_fail_and_recovery_is_announced(tmp_path: Pa
     plugin.on(SnapshotFailed, failures.append)
     plugin.add_npc(key="hilda")
     store.failing = True
-    while len(failures) < 1:
-        plugin.remember("hilda", None, "rain")
-        tick("w", 1)
-        plugin.flush()
+
+    def play_until(failed: int) -> None:
+        while len(failures) < failed:
+            plugin.remember("hilda", None, "rain")
+            tick("w", 1)
+            plugin.flush()
+
+    play_until(1)
     health = plugin.health()
     assert health.status == "degraded" and "No space left on device" in health.reasons[0]
-    while len(failures) < 3:
-        plugin.remember("hilda", None, "rain")
-        tick("w", 1)
-        plugin.flush()
+    play_until(3)
     health = plugin.health()
     assert health.status == "failing" and "3 in a row" in health.reasons[0]
     assert health.since == plugin.clock.now
     assert [(c.previous, c.status) for c in changes] == [("ok", "degraded"), ("degraded", "failing")]
     assert plugin.metrics()["store"]["write_failures"] >= 3
     store.failing = False  # the disk recovers: the next rounds write everything
-    for _ in range(40):
-        tick("w", 1)
-        plugin.flush()
+    run(plugin, 40)
     assert plugin.health().status == "ok"
     assert changes[-1].previous == "failing" and changes[-1].status == "ok"
     npc_memory.uninstall("w")
