@@ -248,3 +248,15 @@ def test_a_journal_record_with_a_value_out_of_range_is_refused(tmp_path: Path) -
     reopened.close()
     with pytest.raises(StoreError, match="trust"):
         load(path)
+
+
+def test_a_clock_saved_as_null_is_refused_and_mended_from_the_documents(db: Path) -> None:
+    edit_meta(db, lambda m: m.update(clock=None))  # what an infinite clock was once saved as
+    (db / "meta.json.prev").unlink()  # the save that wrote it replaced the previous generation
+    error = refused(db)
+    assert "clock" in error.problem and error.path == str(db / "meta.json")
+    report = repair_store(db)
+    assert "set to 7200.0" in report.mended[0][1][0]
+    plugin = npc_memory.install(world="w", store=db)
+    assert plugin.clock.now == 7200.0
+    npc_memory.uninstall("w")

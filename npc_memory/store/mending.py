@@ -21,7 +21,7 @@ MAX_MENDS = 100_000
 _BOUND = re.compile(
     r"Expected `(float|int)` (>=|<=) (-?[0-9.e+-]+) - at `\$((?:\.[^.`\[]+|\[\d+\]|\[\.\.\.\])*)`"
 )
-_NULL_CLOCK = re.compile(r"Expected `float`, got `null` - at `\$\.meta\.[^.]+\.clock`")
+_NULL_CLOCK = re.compile(r"Expected `float`, got `null` - at `\$\.meta(?:\[\.\.\.\]|\.[^.]+)\.clock`")
 _PART = re.compile(r"\.([^.`\[]+)|\[(\d+|\.\.\.)\]")
 _ANY = "[...]"
 """A path step msgspec writes for "some entry of this object" (it does not name keys)."""

@@ -230,6 +230,7 @@ class TinyDBStore:
         self._lock: filelock.BaseFileLock | None = None
         self._lock_id: tuple[int, int] | None = None
         self._disowned: str | None = None  # why this process stopped writing, once it has
+        self._lost: str | None = None  # what removed the store's contents, until a write hears it
         self._found: list[tuple[str, str]] = []  # damage seen while opening, reported by load
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"{self.path} is a file, not a store directory")
@@ -458,11 +459,21 @@ class TinyDBStore:
 
     def verify(self) -> None:
         """Check that this process still owns the store before a write. Raises
-        :class:`StoreLostError` after recreating a removed directory (what it held is
-        gone: write everything again) and :class:`StoreOwnershipError` once the lock
-        file was removed or replaced (this store then never writes again)."""
+        :class:`StoreLostError` (once) after recreating a removed directory (what it
+        held is gone: write everything again) and :class:`StoreOwnershipError` once the
+        lock file was removed or replaced (this store then never writes again)."""
+        self._check_owner()
         if self._disowned is not None:
             raise StoreOwnershipError(self._disowned)
+        if self._lost is not None:
+            lost, self._lost = self._lost, None
+            raise StoreLostError(lost)
+
+    def _check_owner(self) -> None:
+        """Notice a removed directory (recreate it, remember it for :meth:`verify`) or
+        a lock lost to another process (stop writing for good)."""
+        if self._disowned is not None:
+            return
         if self._lock is None:
             raise StoreError(f"store {self.path} was opened read-only")
         try:
@@ -471,31 +482,27 @@ class TinyDBStore:
             current = None
         if current == self._lock_id:
             if not (self._journal.directory.is_dir() and (self.path / DOCS_DIR).is_dir()):
-                self._recreate()
-                raise StoreLostError(
-                    f"part of store {self.path} was removed while in use; it was recreated and "
-                    "everything in memory is written again"
-                )
+                self._recreate(f"part of store {self.path} was removed while in use")
             return
         if current is None and not is_store(self.path):
-            self._recreate()
-            raise StoreLostError(
-                f"store directory {self.path} was removed while in use; it was recreated and "
-                "everything in memory is written again"
-            )
-        self._disowned = (
+            self._recreate(f"store directory {self.path} was removed while in use")
+            return
+        self._disown(
             f"store {self.path} lost its lock while in use (the lock file was removed or replaced): "
             "this process stopped writing to it, so another owner's data is never overwritten"
         )
-        log.error("%s", self._disowned)
-        raise StoreOwnershipError(self._disowned)
+
+    def _disown(self, why: str) -> None:
+        self._disowned = why
+        self._fold = None
+        log.error("%s", why)
 
     @property
     def disowned(self) -> bool:
         """Whether this process lost the store's lock and stopped writing."""
         return self._disowned is not None
 
-    def _recreate(self) -> None:
+    def _recreate(self, what: str) -> None:
         """Make the directory again after it was removed, and own it again."""
         if self._lock is not None:
             self._lock.release()
@@ -508,8 +515,13 @@ class TinyDBStore:
         self._segment_keys.clear()
         self._unfolded = 0
         self._leftover = False
-        self._acquire()
-        log.error("store directory %s was removed while in use; recreated it", self.path)
+        try:
+            self._acquire()
+        except StoreLockedError as exc:  # someone else took the new directory first
+            self._disown(f"{what}, and another process owns it now ({exc})")
+            return
+        self._lost = f"{what}; it was recreated and everything in memory is written again"
+        log.error("%s", self._lost)
 
     def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
         """Write ``documents`` (then ``meta``), each replacing the previous version of
@@ -545,12 +557,12 @@ class TinyDBStore:
         """Checkpoint work until ``deadline`` (``time.perf_counter()``), if due: the
         journal outgrew ``checkpoint_bytes`` or an earlier session left segments.
         Returns whether work remains. Safe to stop anywhere (a crash too)."""
-        if self._disowned is not None:
-            return False
+        self._check_owner()
+        if self._disowned is not None or self._lost is not None:
+            return False  # (the next append reports it)
         if self._fold is None:
             if not (self._leftover or self._unfolded >= self.checkpoint_bytes):
                 return False
-            self.verify()
             self._fold = self._begin_fold(strict=True)
             if self._fold is None:
                 return False
