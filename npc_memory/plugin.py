@@ -116,7 +116,7 @@ MAX_TURNS = 500
 
 log = logging.getLogger("npc_memory.events")
 
-__all__ = ["ConversationEnded", "MemoryPlugin", "PromptMessages", "Ref"]
+__all__ = ["ConversationEnded", "Health", "MemoryPlugin", "PromptMessages", "Ref"]
 
 
 def _delivers(method: F) -> F:

@@ -347,11 +347,12 @@ class TinyDBStore:
 
     def read_meta(self) -> StoreMeta | None:
         """The store metadata (the journal's latest), or ``None`` for a new store."""
-        meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
-        latest: memoryview | None = None
-        for _, head, payload in self._journal_records():
-            if isinstance(head, MetaHead) and head.lsn > meta_lsn:
-                latest, meta_lsn = payload, head.lsn
+        with self._naming():
+            meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
+            latest: memoryview | None = None
+            for _, head, payload in self._journal_records():
+                if isinstance(head, MetaHead) and head.lsn > meta_lsn:
+                    latest, meta_lsn = payload, head.lsn
         if latest is not None:
             record = record_decoder.decode(latest)
             assert isinstance(record, MetaRecord)
@@ -407,11 +408,12 @@ class TinyDBStore:
         values, raising the same errors; ``as_name`` is the file name it stands for
         (for a ``.prev`` copy)."""
         name = as_name or path.name
-        if name == META_FILE:
-            meta = self._read_meta_file(path)
-            problems = [] if meta is None else meta_problems(meta)
-        else:
-            problems = document_problems(self._read_document(path, name=name))
+        with self._naming():
+            if name == META_FILE:
+                meta = self._read_meta_file(path)
+                problems = [] if meta is None else meta_problems(meta)
+            else:
+                problems = document_problems(self._read_document(path, name=name))
         if problems:
             raise StoreCorruptError(str(path), "; ".join(problems), store=str(self.path))
 
@@ -576,6 +578,10 @@ class TinyDBStore:
         """Fold the whole journal into the document files now. With ``strict`` off
         (repair), damaged records and changes that no longer apply are skipped and
         described in the returned list instead of raising."""
+        with self._naming():
+            return self._checkpoint(strict)
+
+    def _checkpoint(self, strict: bool) -> list[str]:
         if self._fold is not None and self._fold.strict != strict:
             self._fold = None
         problems: list[str] = []
