@@ -157,6 +157,8 @@ def _repair(args: argparse.Namespace) -> int:
             print(f"mended {path} (the damaged file is kept as .broken): " + "; ".join(changes))
         for path, problem in report.quarantined:
             print(f"quarantined {path}: {problem}")
+        for path in report.removed:
+            print(f"removed {path}: the previous generation of a forgotten document")
         for problem in report.journal:
             print(f"journal: {problem}")
         for path, problem in report.unrecoverable:

@@ -260,3 +260,17 @@ def test_a_clock_saved_as_null_is_refused_and_mended_from_the_documents(db: Path
     plugin = npc_memory.install(world="w", store=db)
     assert plugin.clock.now == 7200.0
     npc_memory.uninstall("w")
+
+
+def test_the_previous_generation_a_forgotten_npc_left_is_not_restored(db: Path) -> None:
+    """A crash between deleting a forgotten NPC's file and its previous generation (as
+    an older release could leave it): not damage, and repair never brings the NPC back."""
+    plugin = npc_memory.install(world="w", store=db)
+    plugin.remove("hilda", forget=True)
+    npc_memory.uninstall("w")
+    orphan = doc(db, "hilda").with_name(doc(db, "hilda").name + ".prev")
+    orphan.write_bytes((db / "docs" / file_name("brandt")).read_bytes().replace(b"brandt", b"hilda").replace(b"Brandt", b"Hilda"))
+    assert "hilda" not in load(db)  # loads: nothing vanished that was not forgotten
+    report = repair_store(db)
+    assert report.removed == [str(orphan)] and not report.restored and not orphan.exists()
+    assert "hilda" not in load(db)

@@ -105,17 +105,22 @@ def consistency_problems(
     *,
     folded: bool,
     read: Callable[[Path], str | None],
+    forgotten: Callable[[], set[str]],
 ) -> list[tuple[str, str]]:
     """Files of the store at ``store`` that disagree with what loading found:
     a previous generation whose document is missing and not in the journal either
     (``read`` gives the key a previous generation holds), and metadata missing from a
     store whose documents a finished checkpoint wrote (``folded``; a checkpoint
-    writes the metadata file last)."""
+    writes the metadata file last). A previous generation left by deleting a
+    document (``forgotten``: the keys the audit log says were forgotten, asked only
+    if needed) is not damage."""
     found: list[tuple[str, str]] = []
     docs = store / "docs"
     orphans = _orphans(docs.glob(f"*.json{PREVIOUS_SUFFIX}")) if docs.is_dir() else []
     for previous in orphans:
         key = read(previous)
+        if key is not None and key not in documents and key in forgotten():
+            continue
         if key is None or key not in documents:
             current = previous.with_name(previous.name.removesuffix(PREVIOUS_SUFFIX))
             who = "a document" if key is None else f"the document of {key!r}"

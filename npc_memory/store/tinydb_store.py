@@ -316,12 +316,21 @@ class TinyDBStore:
             found += [(str(self.path / META_FILE), problem) for problem in meta_problems(meta)]
         found += consistency_problems(
             self.path, documents, meta, folded=folded and not self._journal.segments(),
-            read=self._previous_key,
+            read=self.previous_key,
+            forgotten=self.forgotten,
         )
         return found
 
-    def _previous_key(self, path: Path) -> str | None:
-        """The key of the document a previous generation holds (``None``: unreadable)."""
+    def forgotten(self) -> set[str]:
+        """Keys the audit log says were forgotten (empty if it cannot be read)."""
+        try:
+            return {entry.target for entry in self.audit() if entry.action == "forget"}
+        except StoreError:
+            return set()
+
+    def previous_key(self, path: Path) -> str | None:
+        """The key of the document the previous generation ``path`` holds (``None``:
+        unreadable)."""
         try:
             return self._read_document(path, name=path.name.removesuffix(PREVIOUS_SUFFIX)).key
         except StoreError:

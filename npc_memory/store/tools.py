@@ -152,13 +152,15 @@ class RepairReport(msgspec.Struct, kw_only=True):
     """What ``repair`` found and did: files restored from their previous generation,
     files whose values were mended (with what changed), files damaged beyond repair
     (with the problem), files moved aside into ``quarantine/`` (``--quarantine``),
-    how many files were sound, and what folding the journal into the files had to
+    previous generations of forgotten documents that a deletion left (removed), how
+    many files were sound, and what folding the journal into the files had to
     skip (damaged records, changes that no longer apply)."""
 
     restored: list[str] = msgspec.field(default_factory=list)
     mended: list[tuple[str, list[str]]] = msgspec.field(default_factory=list)
     unrecoverable: list[tuple[str, str]] = msgspec.field(default_factory=list)
     quarantined: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    removed: list[str] = msgspec.field(default_factory=list)
     sound: int = 0
     journal: list[str] = msgspec.field(default_factory=list)
 
@@ -187,12 +189,13 @@ def repair_store(path: str | os.PathLike[str], *, quarantine: bool = False) -> R
         report.journal += store.checkpoint(strict=False)
         _repair_files(store, report, quarantine, first=False)
         _rebuild_meta(store, report)
-        if report.restored or report.mended or report.unrecoverable or report.journal:
+        if report.restored or report.removed or report.mended or report.unrecoverable or report.journal:
             store.append_audit(
                 _audit(
                     "repair",
                     str(path),
                     restored=report.restored,
+                    removed=report.removed,
                     mended=[f for f, _ in report.mended],
                     unrecoverable=[f for f, _ in report.unrecoverable],
                     journal=report.journal,
@@ -224,6 +227,10 @@ def _repair_files(store: TinyDBStore, report: RepairReport, quarantine: bool, *,
             continue
         previous = previous_of(file)
         if _problem(store, previous, as_name=file.name) is None:
+            if not file.exists() and _forgotten(store, previous):  # left by a deletion: never restored
+                previous.unlink()
+                report.removed.append(str(previous))
+                continue
             if file.exists():
                 os.replace(file, file.with_name(file.name + ".broken"))
             write_atomic(file, previous.read_bytes(), keep_previous=False)
@@ -242,6 +249,12 @@ def _repair_files(store: TinyDBStore, report: RepairReport, quarantine: bool, *,
             report.quarantined.append((str(_quarantine(store, file, problem)), problem))
         else:
             report.unrecoverable.append((str(file), problem))
+
+
+def _forgotten(store: TinyDBStore, previous: Path) -> bool:
+    """Whether ``previous`` holds the document of a key the audit log says was forgotten."""
+    key = store.previous_key(previous)
+    return key is not None and key in store.forgotten()
 
 
 def _catch_up_clock(store: TinyDBStore, file: Path, report: RepairReport) -> None:
