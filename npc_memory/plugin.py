@@ -188,31 +188,31 @@ class MemoryPlugin:
         state, memory = self._state, self.pack.memory
         budgets = self.pack.budgets
         if deterministic:  # count caps only: no wall-clock budget decides how much work a tick does
-            timed = ("extraction", "gossip", "decay", "consolidation")
+            timed = ("tick", "extraction", "gossip", "decay", "consolidation")
             budgets = budgets.model_copy(update={f"{name}_tick_ms": math.inf for name in timed})
+        tick = state.tick
+        tick.total_ms = budgets.tick_ms
+        extraction, gossip = tick.share(budgets.extraction_tick_ms), tick.share(budgets.gossip_tick_ms)
         upkeep = self._maintenance
         npcs = state.registry.npc_order
         decay = DecaySystem(
             PairCursor(npcs, upkeep.pairs_of), self.clock, budgets.decay_pairs_per_tick,
-            memory.decay_interval, upkeep.decay_pair, budget_ms=budgets.decay_tick_ms,
+            memory.decay_interval, upkeep.decay_pair, tick.share(budgets.decay_tick_ms),
         )  # fmt: skip
         consolidation = ConsolidationSystem(
             PairCursor(npcs, upkeep.pairs_of), self.clock, budgets.consolidation_pairs_per_tick,
-            memory.decay_interval, upkeep.consolidate_pair, poll=upkeep.poll_summaries,
-            budget_ms=budgets.consolidation_tick_ms,
+            memory.decay_interval, upkeep.consolidate_pair, tick.share(budgets.consolidation_tick_ms),
+            poll=upkeep.poll_summaries,
         )  # fmt: skip
         band: list[tuple[esper.Processor, int]] = [
-            (ClockSystem(self.clock, dt_source, fixed_step), CLOCK_PRIORITY),
+            (ClockSystem(self.clock, dt_source, fixed_step, tick), CLOCK_PRIORITY),
             (LifecycleSystem(self._population), LIFECYCLE_PRIORITY),
-            (ExtractionSystem(self._conversations, budgets.extraction_tick_ms), EXTRACTION_PRIORITY),
-            (
-                GossipSystem(self._knowledge, budgets.gossip_exchanges_per_tick, budgets.gossip_tick_ms),
-                GOSSIP_PRIORITY,
-            ),
+            (ExtractionSystem(self._conversations, extraction), EXTRACTION_PRIORITY),
+            (GossipSystem(self._knowledge, budgets.gossip_exchanges_per_tick, gossip), GOSSIP_PRIORITY),
             (decay, DECAY_PRIORITY),
             (consolidation, CONSOLIDATION_PRIORITY),
             (SnapshotSystem(self._persistence), SNAPSHOT_PRIORITY),
-            (EventSystem(state.events), EVENT_PRIORITY),
+            (EventSystem(state.events, tick), EVENT_PRIORITY),
         ]
         with world_context(self.world, create=True):
             for processor, offset in band:

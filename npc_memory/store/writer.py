@@ -43,8 +43,9 @@ from npc_memory.store.records import (
 
 log = logging.getLogger("npc_memory.store")
 
-MAINTENANCE_SLICE = 0.005
-"""Seconds of store upkeep (checkpoint work) between two looks at the queue."""
+MAINTENANCE_SLICE = 0.001
+"""Seconds of store upkeep (checkpoint work) between two looks at the queue (and at
+whether the game's tick is running)."""
 YIELD_EVERY = 0.001
 """Seconds of work after which this thread lets other threads take the GIL: without
 it a thread that wants the GIL waits the interpreter's switch interval (5 ms). With
@@ -74,11 +75,19 @@ class StoreWriter:
     """Applies :class:`WriteBatch` es to ``store`` on a daemon thread."""
 
     def __init__(
-        self, store: Store, name: str = "npc-memory", capture: Callable[[str], Capture | None] | None = None
+        self,
+        store: Store,
+        name: str = "npc-memory",
+        capture: Callable[[str], Capture | None] | None = None,
+        wait_idle: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.capture = capture
         """Captures the document of a key on this thread (for batches with ``keys``)."""
+        self.wait_idle = wait_idle
+        """Blocks (releasing the GIL) while the game's tick runs, for a bounded time:
+        this thread then works between ticks and holds the interpreter at most one unit
+        of work into a tick."""
         self.journaled = isinstance(store, JournalStore)
         self._base: dict[str, tuple[int, NpcCapture]] = {}
         """The capture last written for each NPC and its lsn (patches apply to it)."""
@@ -148,6 +157,7 @@ class StoreWriter:
             try:
                 batch = self._queue.get_nowait() if upkeep else self._queue.get()
             except queue.Empty:
+                self._pause()
                 upkeep = self._maintain()
                 continue
             group = [batch]
@@ -169,7 +179,7 @@ class StoreWriter:
     def _maintain(self) -> bool:
         assert isinstance(self.store, JournalStore)
         try:
-            return self.store.maintain(time.perf_counter() + MAINTENANCE_SLICE)
+            return self.store.maintain(time.perf_counter() + MAINTENANCE_SLICE, self._pause)
         except Exception:  # a checkpoint that fails is retried after the next write
             log.exception("checkpoint of %r failed; the journal keeps everything meanwhile", self.store)
             return False
@@ -249,6 +259,8 @@ class StoreWriter:
                     yield captured
 
     def _pause(self) -> None:
+        if self.wait_idle is not None:
+            self.wait_idle()
         now = time.perf_counter()
         if now - self._yielded >= (LATE_YIELD_EVERY if self.late else YIELD_EVERY):
             time.sleep(0)  # releases the GIL: a waiting thread takes it

@@ -10,6 +10,7 @@ import esper
 
 from npc_memory.clock import GameClock
 from npc_memory.errors import InvalidArgumentError
+from npc_memory.state import TickBudget
 
 DtSource = Callable[[tuple[Any, ...], dict[str, Any]], float | None]
 """Reads the real seconds elapsed this tick from ``esper.process``'s (args, kwargs);
@@ -35,16 +36,19 @@ def keyword(name: str) -> DtSource:
 
 
 class ClockSystem(esper.Processor):
-    """Runs first each tick and advances game time by dt × time scale. A tick without a
-    dt counts ``fixed_step`` real seconds; with ``fixed_step=None`` it is an error."""
+    """Runs first each tick, advances game time by dt × time scale and opens the
+    plugin's tick budget. A tick without a dt counts ``fixed_step`` real seconds; with
+    ``fixed_step=None`` it is an error."""
 
     def __init__(
         self,
         clock: GameClock,
         dt_source: DtSource = first_positional,
         fixed_step: float | None = DEFAULT_FIXED_STEP,
+        tick: TickBudget | None = None,
     ) -> None:
         self.clock = clock
+        self.tick = tick
         self.dt_source = dt_source
         self.fixed_step = fixed_step
 
@@ -58,3 +62,5 @@ class ClockSystem(esper.Processor):
                 )
             dt = self.fixed_step
         self.clock.advance_real(dt)
+        if self.tick is not None:
+            self.tick.open()
