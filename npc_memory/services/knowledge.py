@@ -192,13 +192,15 @@ class KnowledgeService:
         moves each witness's opinion. Returns the witnesses' keys, sorted."""
         witnesses = self.witnesses(room)
         now = self.state.clock.now
+        origin = f"seen:{room}:{now!r}:{content}"  # one string shared by every witness's fact
+        kind = category or self.category_of(subject)
         for key in witnesses:
             npc = self.state.registry.live_npc(key)
             assert npc is not None
             fact = self.learn(
                 npc,
                 content=content,
-                category=category or self.category_of(subject),
+                category=kind,
                 subject=subject,
                 topic=topic,
                 tags=tags,
@@ -207,7 +209,7 @@ class KnowledgeService:
                 source="observation",
                 room=room,
                 expires_in=expires_in,
-                origin=f"seen:{room}:{now!r}:{content}",
+                origin=origin,
             )
             if fact is not None and fact.believed:
                 self.hearsay(npc, fact, 1.0)
