@@ -124,7 +124,9 @@ class KnowledgeService:
         if outcome.merged is not None:  # the same claim again: reinforced, not copied
             self.state.mark(key)
             return None
-        if outcome.stored is None:
+        if outcome.stored is None:  # the new fact was evicted at once, maybe with others
+            if outcome.removed or outcome.displaced is not None:
+                self.state.mark(key)
             return None
         npc.knowledge.next_id += 1
         self.board.news(key, npc.location.room)
