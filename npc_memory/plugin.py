@@ -188,8 +188,8 @@ class MemoryPlugin:
         state, memory = self._state, self.pack.memory
         budgets = self.pack.budgets
         if deterministic:  # count caps only: no wall-clock budget decides how much work a tick does
-            timed = ("tick", "extraction", "gossip", "decay", "consolidation")
-            budgets = budgets.model_copy(update={f"{name}_tick_ms": math.inf for name in timed})
+            timed = ("tick", "extraction_tick", "gossip_tick", "decay_tick", "consolidation_tick")
+            budgets = budgets.model_copy(update={f"{name}_ms": math.inf for name in timed})
         tick = state.tick
         tick.total_ms = budgets.tick_ms
         extraction, gossip = tick.share(budgets.extraction_tick_ms), tick.share(budgets.gossip_tick_ms)

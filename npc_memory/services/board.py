@@ -36,8 +36,7 @@ class _Draw:
     cumulative: list[float] = field(default_factory=list)
 
     @classmethod
-    def of(cls, names: list[str], weight: Callable[[str], float]) -> _Draw:
-        weights = [weight(n) for n in names]
+    def of(cls, names: list[str], weights: list[float]) -> _Draw:
         return cls(names, weights, list(accumulate(weights)))
 
     def add(self, name: str, weight: float) -> None:
@@ -70,7 +69,9 @@ class GossipBoard:
     """Rooms, their occupants and who can gossip there.
 
     ``teller_weight(npc)`` and ``listener_weight(npc)`` come from traits;
-    ``has_news(npc)`` says whether an NPC has anything shareable. Active rooms (two or
+    ``has_news(npc)`` says whether an NPC has anything shareable; ``survey(occupants)``
+    answers all three for a whole room at once: ``(tellers, their teller weights, the
+    occupants' listener weights)``. Active rooms (two or
     more occupants, at least one with news) sit in a list with an index map, so a room
     joins or leaves in O(1); a room is drawn with probability proportional to its
     number of tellers by rejection sampling, O(1) expected.
@@ -79,6 +80,7 @@ class GossipBoard:
     teller_weight: Callable[[str], float]
     listener_weight: Callable[[str], float]
     has_news: Callable[[str], bool]
+    survey: Callable[[list[str]], tuple[list[str], list[float], list[float]]]
     members: dict[str, set[str]] = field(default_factory=dict)
     dirty: OrderedDict[str, None] = field(default_factory=OrderedDict)
     """Rooms to rebuild, oldest change first (an ordered set: deterministic)."""
@@ -151,15 +153,16 @@ class GossipBoard:
 
     def _rebuild(self, room: str) -> None:
         occupants = sorted(self.members.get(room, ()))
-        tellers = [n for n in occupants if self.has_news(n)] if len(occupants) >= 2 else []
+        surveyed = self.survey(occupants) if len(occupants) >= 2 else ([], [], [])
+        tellers, teller_weights, listener_weights = surveyed
         self.rebuilds += 1
         if not tellers:
             self.rooms.pop(room, None)
             self._deactivate(room)
             return
         self.rooms[room] = _Room(
-            tellers=_Draw.of(tellers, self.teller_weight),
-            listeners=_Draw.of(occupants, self.listener_weight),
+            tellers=_Draw.of(tellers, teller_weights),
+            listeners=_Draw.of(occupants, listener_weights),
             teller_set=set(tellers),
         )
         self._most_tellers = max(self._most_tellers, len(tellers))

@@ -3,10 +3,12 @@ flag that tells the store's writer thread when the tick is running.
 
 ClockSystem opens the tick and EventSystem, last, closes it. In between, each budgeted
 system asks its :class:`TickShare` for a deadline: the earlier of its own budget and
-what is left of the tick's. A system that finds the tick's budget spent does no work
-that tick, unless it has gone ``starve_ticks`` ticks without a turn; then it does one
-unit of work, so a system late in the order never starves. A tick then costs at most
-about ``tick_ms`` plus one unit of work per system, whatever each system has queued.
+what is left of the tick's. The tick's budget is charged from the first budgeted
+system on (the clock's own work, or the process being descheduled before it, costs
+it nothing). A system that finds the tick's budget spent does no work that tick,
+unless it has gone ``starve_ticks`` ticks without a turn; then it does one unit of
+work, so a system late in the order never starves. A tick then costs at most about
+``tick_ms`` plus one unit of work per system, whatever each system has queued.
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ class TickBudget:
     def __init__(self, total_ms: float, starve_ticks: int = STARVE_TICKS) -> None:
         self.total_ms = total_ms
         self.starve_ticks = starve_ticks
-        self.end = math.inf
-        """``time.perf_counter()`` value at which the running tick's budget is spent."""
+        self.left = math.inf
+        """Seconds of the running tick's budget not yet charged."""
+        self.charged_to: float | None = None
+        """``time.perf_counter()`` up to which the running tick is charged (``None``:
+        no budgeted system has started yet)."""
         self.idle = threading.Event()
         """Set while no tick runs: the store's writer thread works in the game's idle
         time and holds the interpreter at most one unit of work into a tick."""
@@ -40,11 +45,13 @@ class TickBudget:
     def open(self) -> None:
         """A tick starts (ClockSystem)."""
         self.idle.clear()
-        self.end = time.perf_counter() + self.total_ms / 1000.0
+        self.left = self.total_ms / 1000.0
+        self.charged_to = None
 
     def close(self) -> None:
         """The tick ended (EventSystem)."""
-        self.end = math.inf
+        self.left = math.inf
+        self.charged_to = None
         self.idle.set()
 
     def wait_idle(self) -> None:
@@ -70,13 +77,15 @@ class TickShare:
     def deadline(self) -> float | None:
         """``time.perf_counter()`` value at which to stop this tick's work (after at
         least one unit), or ``None``: the tick's budget is spent, do nothing now."""
-        now = time.perf_counter()
-        end = self.tick.end
-        if now >= end:
-            if self.skipped < self.tick.starve_ticks:
+        tick, now = self.tick, time.perf_counter()
+        if tick.charged_to is not None:
+            tick.left -= now - tick.charged_to  # what the systems before this one took
+        tick.charged_to = now
+        if tick.left <= 0.0:
+            if self.skipped < tick.starve_ticks:
                 self.skipped += 1
                 return None
             self.skipped = 0
             return now  # starving: one unit of work
         self.skipped = 0
-        return min(now + self.own_ms / 1000.0, end)
+        return now + min(self.own_ms / 1000.0, tick.left)
