@@ -32,12 +32,13 @@ from npc_memory.store.base import JournalStore, Store
 from npc_memory.store.documents import AuditEntry, StoreMeta
 from npc_memory.store.records import (
     Capture,
+    CaptureView,
     Delete,
     MetaRecord,
     NpcCapture,
     Put,
     Record,
-    diff,
+    diff_viewed,
     encode_capture,
 )
 
@@ -53,6 +54,10 @@ the game thread always busy this thread then gets about a sixth of the interpret
 LATE_YIELD_EVERY = 0.005
 """The same while :attr:`StoreWriter.late` (a round has run half its interval): the
 interpreter's own switch interval, so a busy game thread and this one share it."""
+
+
+Base = tuple[int, NpcCapture, CaptureView | None]
+"""A capture the store holds, at its lsn, with its view if one was made."""
 
 
 @dataclass
@@ -89,8 +94,9 @@ class StoreWriter:
         this thread then works between ticks and holds the interpreter at most one unit
         of work into a tick."""
         self.journaled = isinstance(store, JournalStore)
-        self._base: dict[str, tuple[int, NpcCapture]] = {}
-        """The capture last written for each NPC and its lsn (patches apply to it)."""
+        self._base: dict[str, Base] = {}
+        """The capture last written for each NPC, its lsn (patches apply to it) and its
+        view once a diff made it."""
         self._queue: queue.Queue[WriteBatch | None] = queue.Queue()
         self._failures: queue.SimpleQueue[tuple[WriteBatch, Exception]] = queue.SimpleQueue()
         self._submitted = 0  # captures submitted (tick thread only)
@@ -111,7 +117,7 @@ class StoreWriter:
     def seed(self, key: str, lsn: int, capture: NpcCapture) -> None:
         """Patch ``key``'s next version against ``capture`` (the document the store holds
         at ``lsn``); call before submitting anything."""
-        self._base[key] = (lsn, capture)
+        self._base[key] = (lsn, capture, None)
 
     @property
     def in_flight(self) -> int:
@@ -185,7 +191,7 @@ class StoreWriter:
             return False
 
     def _write(self, batches: list[WriteBatch]) -> None:
-        updates: dict[str, tuple[int, NpcCapture] | None] = {}
+        updates: dict[str, Base | None] = {}
         try:
             if self.journaled:
                 assert isinstance(self.store, JournalStore)
@@ -213,7 +219,7 @@ class StoreWriter:
             self.captured_round = max([self.captured_round, *ended])
 
     def _records(
-        self, batches: list[WriteBatch], updates: dict[str, tuple[int, NpcCapture] | None]
+        self, batches: list[WriteBatch], updates: dict[str, Base | None]
     ) -> Iterator[Record]:
         """The journal records of ``batches``, in order (generated while the store
         writes, so encoding and writing interleave)."""
@@ -232,15 +238,16 @@ class StoreWriter:
                     updates[key] = None
                     continue
                 lsn = store.reserve_lsn()
+                view = None
                 if base is None:
                     encoded = encode_capture(capture)
                     yield Put(lsn=lsn, key=key, kind=encoded.kind, data=encoded.data)
                 else:
-                    patch = diff(base[1], capture, lsn=lsn, base_lsn=base[0])
+                    patch, view = diff_viewed(base[1], base[2], capture, lsn=lsn, base_lsn=base[0])
                     if patch is None:
                         continue  # nothing persisted changed: the store holds it already
                     yield patch
-                updates[key] = (lsn, capture)
+                updates[key] = (lsn, capture, view)
             if batch.meta is not None:
                 yield MetaRecord(lsn=store.reserve_lsn(), meta=batch.meta)
 
