@@ -31,8 +31,8 @@ class GameClock:
     __slots__ = ("_now", "time_scale")
 
     def __init__(self, start: float = 0.0, time_scale: float = 1.0) -> None:
-        self._now = _checked("start", start, 0.0, MAX_GAME_TIME)
-        self.time_scale = _checked("time_scale", time_scale, 0.0, MAX_TIME_SCALE)
+        self._now = check_number("start", start, 0.0, MAX_GAME_TIME)
+        self.time_scale = check_number("time_scale", time_scale, 0.0, MAX_TIME_SCALE)
 
     @property
     def now(self) -> float:
@@ -46,17 +46,17 @@ class GameClock:
 
     def advance_real(self, dt: float) -> None:
         """Advance by ``dt`` real seconds, scaled by ``time_scale``."""
-        step = _checked("dt", dt, 0.0, MAX_GAME_TIME) * self.time_scale
+        step = check_number("dt", dt, 0.0, MAX_GAME_TIME) * self.time_scale
         self._now = self._within("dt", dt, self._now + step)
 
     def advance(self, game_seconds: float) -> None:
         """Advance by ``game_seconds`` of game time (no scaling)."""
-        step = _checked("game_seconds", game_seconds, 0.0, MAX_GAME_TIME)
+        step = check_number("game_seconds", game_seconds, 0.0, MAX_GAME_TIME)
         self._now = self._within("game_seconds", game_seconds, self._now + step)
 
     def set(self, now: float) -> None:
         """Set the clock; game time never runs backwards."""
-        self._now = _checked("now", now, self._now, MAX_GAME_TIME)
+        self._now = check_number("now", now, self._now, MAX_GAME_TIME)
 
     def _within(self, name: str, value: float, then: float) -> float:
         if then > MAX_GAME_TIME:
@@ -67,7 +67,7 @@ class GameClock:
         return then
 
 
-def _checked(name: str, value: float, low: float, high: float) -> float:
+def check_number(name: str, value: float, low: float = 0.0, high: float = MAX_GAME_TIME) -> float:
     """``value`` as a float; it must be a real number (not a bool) in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidArgumentError(f"{name} must be a number, got {value!r}")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import esper
 
-from npc_memory.clock import GameClock
+from npc_memory.clock import GameClock, check_number
 from npc_memory.content import Pack, load_pack
 from npc_memory.errors import AlreadyInstalledError, InvalidArgumentError, NotInstalledError
 from npc_memory.extraction.pipeline import ExtractionPipeline
@@ -101,7 +101,7 @@ def install(
         raise InvalidArgumentError(f"event_errors must be 'raise' or 'log', got {event_errors!r}")
     loaded = pack if isinstance(pack, Pack) else load_pack(pack)
     dt_source = _dt_source(dt)
-    clock = GameClock(start=start_time, time_scale=time_scale)
+    clock = GameClock(start=check_number("start_time", start_time), time_scale=time_scale)
     backend = _open_store(store, loaded)
     pipeline: ExtractionPipeline | None = None
     try:
