@@ -233,6 +233,9 @@ class MemoryPlugin:
     def detach(self) -> None:
         """Save, stop the plugin's threads and remove its systems (``uninstall`` does this)."""
         error: NpcMemoryError | None = None
+        self._maintenance.close()
+        # Before the last save: what calls in flight cost and brought is saved with their jobs.
+        self._pipeline.close(grace=self.pack.llm.shutdown_grace)
         try:
             self._persistence.save()
         except NpcMemoryError as exc:
@@ -241,8 +244,6 @@ class MemoryPlugin:
             self._state.events.deliver()  # what the last changes queued reaches its handlers
         except EventHandlerError as exc:
             log.error("npc_memory event handlers raised during uninstall", exc_info=exc)
-        self._maintenance.close()
-        self._pipeline.close()
         self._persistence.close()
         if self.world in esper.list_worlds():
             with world_context(self.world):

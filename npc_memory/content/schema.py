@@ -437,7 +437,10 @@ class Budgets(_Model):
 class LlmRules(_Model):
     """Limits of LLM extraction. Token budgets are per UTC day (real time: they guard
     money) and count input, output and cache tokens; ``deadline`` (real seconds) bounds
-    a whole call including the SDK's retries and any retry-after wait."""
+    a whole call including the SDK's retries and any retry-after wait. At uninstall,
+    extraction calls in flight get ``shutdown_grace`` real seconds to bring their
+    answers (kept, so they are not paid for again after a restart) before the rest
+    are cancelled."""
 
     daily_tokens: PositiveInt = 2_000_000
     npc_daily_tokens: PositiveInt = 20_000
@@ -448,6 +451,7 @@ class LlmRules(_Model):
     max_output_tokens: Annotated[int, Field(ge=64, le=8192)] = 600
     breaker_failures: PositiveInt = 5
     breaker_cooldown: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 60.0
+    shutdown_grace: Annotated[float, Field(ge=0.0, le=60.0, allow_inf_nan=False)] = 1.0
 
 
 FactSourceName = Literal["observation", "conversation", "gossip", "authored"]
