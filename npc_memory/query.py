@@ -13,7 +13,7 @@ from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import DIMENSIONS, Fact, Memory, Stage
 from npc_memory.components.relationship import Dimension, Relationship
 from npc_memory.errors import InvalidArgumentError, UnknownEntityError
-from npc_memory.rules.validation import check_tags, check_text, check_unit
+from npc_memory.rules.validation import MAX_KEY_CHARS, check_tags, check_text, check_unit
 from npc_memory.services import KnowledgeService, RelationshipService, Resolver
 from npc_memory.state import Ref
 
@@ -94,6 +94,7 @@ class MemoryQuery:
         """How ``npc`` came to know fact ``fact_id``: its provenance chain as text, most
         recent step first, with game days and hours."""
         handle = self._resolve.npc(npc, stored=True)
+        fact_id = check_text("fact_id", fact_id, MAX_KEY_CHARS)
         fact = next((f for f in handle.knowledge.facts if f.id == fact_id), None)
         if fact is None:
             raise UnknownEntityError(f"NPC {handle.identity.key!r} has no fact {fact_id!r}")

@@ -210,3 +210,35 @@ def test_a_pack_can_raise_and_lower_the_limits(tmp_path: Path) -> None:
         with pytest.raises(npc_memory.InvalidArgumentError, match=message):
             call()
     assert plugin.recall("hilda", "alice", "x" * 10)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: npc_memory.get_plugin([]), "world must be a non-empty string"),  # type: ignore[arg-type]
+        (lambda: npc_memory.uninstall({}), "world must be a non-empty string"),  # type: ignore[arg-type]
+        (lambda: npc_memory.install(world=""), "world must be a non-empty string"),
+    ],
+)
+def test_world_names_are_checked_everywhere(call: Callable[[], Any], message: str) -> None:
+    with pytest.raises(npc_memory.InvalidArgumentError, match=message):
+        call()
+
+
+def test_why_names_a_fact_id_of_the_wrong_kind() -> None:
+    plugin = npc_memory.install(world="edge")
+    plugin.add_npc(key="hilda")
+    with pytest.raises(npc_memory.InvalidArgumentError, match="fact_id must be a string"):
+        plugin.query.why("hilda", 123)  # type: ignore[arg-type]
+
+
+def test_a_dt_source_of_the_game_is_checked_too() -> None:
+    plugin = npc_memory.install(world="edge", dt=lambda args, kwargs: kwargs.get("frame_time"))
+    esper.switch_world("edge")
+    try:
+        esper.process(frame_time=0.25)
+        with pytest.raises(npc_memory.InvalidArgumentError, match="dt must be a number"):
+            esper.process(frame_time="a quarter")
+    finally:
+        esper.switch_world("default")
+    assert plugin.clock.now == 0.25
