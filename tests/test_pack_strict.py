@@ -144,3 +144,21 @@ def test_pack_validate_reports_every_problem_at_once(tmp_path: Path, capsys: pyt
     assert "archetypes.x.faction: unknown faction 'ghosts'" in err
     assert "archetypes.x.traits.gossip_drive: Input should be a valid number (got 'high')" in err
     assert "memory.semantic_cap" in err and f"{bad}: 3 problems" in err
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("x" * 10_000, "cannot read: File name too long"),
+        (b"village", "a bundled pack name or a path"),
+        (5, "a bundled pack name or a path"),
+    ],
+)
+def test_a_pack_source_of_the_wrong_kind_is_a_pack_error(source: object, message: str) -> None:
+    with pytest.raises(npc_memory.PackError, match=message):
+        npc_memory.load_pack(source)  # type: ignore[arg-type]
+
+
+def test_pack_text_must_be_text() -> None:
+    with pytest.raises(npc_memory.PackError, match="must be text"):
+        parse_pack(MINIMAL.encode())  # type: ignore[arg-type]

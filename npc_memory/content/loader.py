@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -30,11 +31,18 @@ def load_pack(source: str | Path) -> Pack:
     Raises :class:`PackError` naming the file, every failing field path and the
     problem; a pack with any error yields nothing.
     """
+    if not isinstance(source, (str, os.PathLike)):
+        raise PackError(repr(source), [("", "a pack is a bundled pack name or a path to a TOML file")])
     if isinstance(source, str) and source in bundled_packs():
         text = resources.files(_BUNDLED).joinpath(f"{source}.toml").read_text("utf-8")
         return parse_pack(text, source=f"bundled pack '{source}'")
     path = Path(source)
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except (OSError, ValueError) as exc:  # a name too long for the file system, say
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise PackError(_shown(str(path)), [("", f"cannot read: {why}")]) from exc
+    if not found:
         hint = f"; bundled packs: {', '.join(bundled_packs())}" if path.suffix == "" else ""
         raise PackError(str(path), [("", f"no such pack file{hint}")])
     try:
@@ -47,6 +55,8 @@ def load_pack(source: str | Path) -> Pack:
 def parse_pack(text: str, *, source: str = "<string>") -> Pack:
     """Validate the TOML ``text`` of a pack; ``source`` names it in errors. A leading
     byte order mark (as some editors save UTF-8) is ignored."""
+    if not isinstance(text, str):
+        raise PackError(source, [("", f"the pack's TOML must be text (str), got {type(text).__name__}")])
     try:
         data = tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
