@@ -242,3 +242,17 @@ def test_a_dt_source_of_the_game_is_checked_too() -> None:
     finally:
         esper.switch_world("default")
     assert plugin.clock.now == 0.25
+
+
+def test_a_provider_that_renders_something_else_than_text_is_named() -> None:
+    class Numbers:
+        name = "numbers"
+
+        def render(self, request: Any, budget: int) -> Any:
+            return 42
+
+    plugin = npc_memory.install(world="edge")
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    with pytest.raises(npc_memory.InvalidArgumentError, match="provider 'numbers' rendered int"):
+        plugin.context("hilda", "alice", providers=[Numbers()])
