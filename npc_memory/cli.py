@@ -219,7 +219,8 @@ def _pack_validate(args: argparse.Namespace) -> int:
         try:
             pack = load_pack(path)
         except PackError as exc:
-            print(exc, file=sys.stderr)
+            count = len(exc.problems)
+            print(f"{exc}\n{path}: {count} problem{'' if count == 1 else 's'}", file=sys.stderr)
             status = 1
             continue
         print(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -474,8 +474,8 @@ class RecordingStore:
         self.metas += [r.meta for r in batch if isinstance(r, MetaRecord)]
         return self.inner.append(batch)
 
-    def maintain(self, deadline: float) -> bool:
-        return self.inner.maintain(deadline)
+    def maintain(self, deadline: float, pause: Callable[[], None] | None = None) -> bool:
+        return self.inner.maintain(deadline, pause)
 
     def versions(self) -> Mapping[str, int]:
         return self.inner.versions()

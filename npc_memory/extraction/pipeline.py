@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import msgspec
 
 from npc_memory.content.schema import Budgets, LlmRules
-from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, ExtractionResult
+from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, ExtractionResult, PaidCall
 from npc_memory.extraction.rules import RuleBasedExtractor
 from npc_memory.llm.budget import BudgetLimiter, CircuitBreaker
 from npc_memory.llm.model import LLMResult, Refusal
@@ -158,8 +158,20 @@ class ExtractionPipeline:
         return True
 
     def restore(self, jobs: Iterable[ExtractionJob]) -> None:
-        """Queue jobs saved before a restart, whatever the queue's bound."""
-        self.queue.extend(jobs)
+        """Take back the jobs saved before a restart, whatever the queue's bound: a job
+        whose LLM call was already paid for is never sent again (its answer is applied
+        as it came, or the rules extract it); the others are queued."""
+        for job in jobs:
+            paid = job.paid
+            if paid is None:
+                self.queue.append(job)
+            elif paid.answer is not None:
+                self.ready.append(ExtractionResult(
+                    job=job, memories=paid.answer, source="llm", reason="llm",
+                    usage=paid.usage, cost_usd=paid.cost_usd,
+                ))
+            else:
+                self.ready.append(self.extract_now(job, f"fallback: {paid.failure or 'llm answer lost'}"))
 
     def extract_now(self, job: ExtractionJob, reason: str) -> ExtractionResult:
         """Extract ``job`` with the rules, synchronously."""
@@ -219,22 +231,30 @@ class ExtractionPipeline:
     def _release(self, results: list[ExtractionResult]) -> None:
         for result in results:
             self.released_total += 1
-            self.released.append((self.released_total, result.job))
+            self.released.append((self.released_total, _carrying(result)))  # never paid for twice
 
     def pending(self) -> list[ExtractionJob]:
-        """Every job not yet applied (queued, in flight, ready or parked), oldest first."""
+        """Every job not yet applied (queued, in flight, ready or parked), oldest first;
+        a job whose LLM call has ended carries it (:class:`PaidCall`) if it cost anything."""
         return [
-            *(r.job for r in self.parked),
-            *(r.job for r in self.ready),
+            *(_carrying(r) for r in self.parked),
+            *(_carrying(r) for r in self.ready),
             *(f.job for f in self.in_flight),
             *self.queue,
         ]
 
-    def close(self) -> None:
-        """Close the gateway: calls in flight resolve as shut down, and their jobs stay
-        pending (saved, and extracted again after a restart)."""
-        if self.gateway is not None:
-            self.gateway.close()
+    def close(self, grace: float = 0.0) -> None:
+        """Stop calling the LLM. Extraction calls in flight get up to ``grace`` real
+        seconds to finish; then the gateway closes and the rest resolve as shut down.
+        Every call that ended is collected, so :meth:`pending` records what each cost
+        and the answers that arrived: after a restart those are applied, not paid for
+        again. Jobs never sent stay queued."""
+        if self.gateway is None:
+            return
+        if grace > 0 and self.in_flight:
+            concurrent.futures.wait([f.future for f in self.in_flight], timeout=grace)
+        self.gateway.close()
+        self._collect()
 
     def _dispatch(self, deadline: float | None) -> None:
         if len(self.ready) >= 2 * self.budgets.extraction_apply_per_tick:
@@ -277,3 +297,16 @@ class ExtractionPipeline:
                 fallback = msgspec.structs.replace(fallback, usage=result.usage, cost_usd=result.cost_usd)
                 self.ready.append(fallback)
         self.in_flight = still
+
+
+def _carrying(result: ExtractionResult) -> ExtractionJob:
+    """The job of ``result``, carrying its LLM call if that cost anything: the answer
+    of an LLM result, or why the rules stood in."""
+    if result.source == "llm":
+        paid = PaidCall(usage=result.usage, cost_usd=result.cost_usd, answer=result.memories)
+    elif result.usage is not None:
+        failure = result.reason.removeprefix("fallback: ")
+        paid = PaidCall(usage=result.usage, cost_usd=result.cost_usd, failure=failure)
+    else:
+        return result.job
+    return msgspec.structs.replace(result.job, paid=paid)

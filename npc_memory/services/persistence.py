@@ -147,7 +147,12 @@ class PersistenceService:
         self.writer = (
             None
             if store is None
-            else StoreWriter(store, name=f"npc-memory-{state.world}", capture=self._capture_atomically)
+            else StoreWriter(
+                store,
+                name=f"npc-memory-{state.world}",
+                capture=self._capture_atomically,
+                wait_idle=state.tick.wait_idle,
+            )
         )
         state.persistent = store is not None
         if isinstance(store, JournalStore) and self.writer is not None:

@@ -37,20 +37,22 @@ from npc_memory.store.base import JournalStore, Store
 from npc_memory.store.documents import AuditEntry, StoreMeta
 from npc_memory.store.records import (
     Capture,
+    CaptureView,
     Delete,
     MetaRecord,
     NpcCapture,
     Put,
     Record,
-    diff,
+    diff_viewed,
     encode_capture,
 )
 from npc_memory.window import SampleWindow
 
 log = logging.getLogger("npc_memory.store")
 
-MAINTENANCE_SLICE = 0.005
-"""Seconds of store upkeep (checkpoint work) between two looks at the queue."""
+MAINTENANCE_SLICE = 0.001
+"""Seconds of store upkeep (checkpoint work) between two looks at the queue (and at
+whether the game's tick is running)."""
 YIELD_EVERY = 0.001
 """Seconds of work after which this thread lets other threads take the GIL: without
 it a thread that wants the GIL waits the interpreter's switch interval (5 ms). With
@@ -60,6 +62,10 @@ WINDOW = 600
 LATE_YIELD_EVERY = 0.005
 """The same while :attr:`StoreWriter.late` (a round has run half its interval): the
 interpreter's own switch interval, so a busy game thread and this one share it."""
+
+
+Base = tuple[int, NpcCapture, CaptureView | None]
+"""A capture the store holds, at its lsn, with its view if one was made."""
 
 
 @dataclass
@@ -84,14 +90,23 @@ class StoreWriter:
     """Applies :class:`WriteBatch` es to ``store`` on a daemon thread."""
 
     def __init__(
-        self, store: Store, name: str = "npc-memory", capture: Callable[[str], Capture | None] | None = None
+        self,
+        store: Store,
+        name: str = "npc-memory",
+        capture: Callable[[str], Capture | None] | None = None,
+        wait_idle: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.capture = capture
         """Captures the document of a key on this thread (for batches with ``keys``)."""
+        self.wait_idle = wait_idle
+        """Blocks (releasing the GIL) while the game's tick runs, for a bounded time:
+        this thread then works between ticks and holds the interpreter at most one unit
+        of work into a tick."""
         self.journaled = isinstance(store, JournalStore)
-        self._base: dict[str, tuple[int, NpcCapture]] = {}
-        """The capture last written for each NPC and its lsn (patches apply to it)."""
+        self._base: dict[str, Base] = {}
+        """The capture last written for each NPC, its lsn (patches apply to it) and its
+        view once a diff made it."""
         self._queue: queue.Queue[WriteBatch | None] = queue.Queue()
         self._failures: queue.SimpleQueue[tuple[WriteBatch, Exception]] = queue.SimpleQueue()
         self._submitted = 0  # captures submitted (tick thread only)
@@ -117,7 +132,7 @@ class StoreWriter:
     def seed(self, key: str, lsn: int, capture: NpcCapture) -> None:
         """Patch ``key``'s next version against ``capture`` (the document the store holds
         at ``lsn``); call before submitting anything."""
-        self._base[key] = (lsn, capture)
+        self._base[key] = (lsn, capture, None)
 
     @property
     def in_flight(self) -> int:
@@ -163,6 +178,7 @@ class StoreWriter:
             try:
                 batch = self._queue.get_nowait() if upkeep else self._queue.get()
             except queue.Empty:
+                self._pause()
                 upkeep = self._maintain()
                 continue
             group = [batch]
@@ -184,13 +200,13 @@ class StoreWriter:
     def _maintain(self) -> bool:
         assert isinstance(self.store, JournalStore)
         try:
-            return self.store.maintain(time.perf_counter() + MAINTENANCE_SLICE)
+            return self.store.maintain(time.perf_counter() + MAINTENANCE_SLICE, self._pause)
         except Exception:  # a checkpoint that fails is retried after the next write
             log.exception("checkpoint of %r failed; the journal keeps everything meanwhile", self.store)
             return False
 
     def _write(self, batches: list[WriteBatch]) -> None:
-        updates: dict[str, tuple[int, NpcCapture] | None] = {}
+        updates: dict[str, Base | None] = {}
         started = time.perf_counter()
         try:
             if self.journaled:
@@ -263,7 +279,7 @@ class StoreWriter:
                     last = exc
                     continue
                 if isinstance(capture, NpcCapture):
-                    self._base[capture.key] = (lsn, capture)
+                    self._base[capture.key] = (lsn, capture, None)
             written_meta = lost = False
             if batch.meta is not None:
                 try:
@@ -282,7 +298,7 @@ class StoreWriter:
                 self.durable_round = max(self.durable_round, batch.round)
 
     def _records(
-        self, batches: list[WriteBatch], updates: dict[str, tuple[int, NpcCapture] | None]
+        self, batches: list[WriteBatch], updates: dict[str, Base | None]
     ) -> Iterator[Record]:
         """The journal records of ``batches``, in order (generated while the store
         writes, so encoding and writing interleave)."""
@@ -301,15 +317,16 @@ class StoreWriter:
                     updates[key] = None
                     continue
                 lsn = store.reserve_lsn()
+                view = None
                 if base is None:
                     encoded = encode_capture(capture)
                     yield Put(lsn=lsn, key=key, kind=encoded.kind, data=encoded.data)
                 else:
-                    patch = diff(base[1], capture, lsn=lsn, base_lsn=base[0])
+                    patch, view = diff_viewed(base[1], base[2], capture, lsn=lsn, base_lsn=base[0])
                     if patch is None:
                         continue  # nothing persisted changed: the store holds it already
                     yield patch
-                updates[key] = (lsn, capture)
+                updates[key] = (lsn, capture, view)
             if batch.meta is not None:
                 yield MetaRecord(lsn=store.reserve_lsn(), meta=batch.meta)
 
@@ -328,6 +345,8 @@ class StoreWriter:
                     yield captured
 
     def _pause(self) -> None:
+        if self.wait_idle is not None:
+            self.wait_idle()
         now = time.perf_counter()
         if now - self._yielded >= (LATE_YIELD_EVERY if self.late else YIELD_EVERY):
             time.sleep(0)  # releases the GIL: a waiting thread takes it
