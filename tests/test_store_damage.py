@@ -274,3 +274,22 @@ def test_the_previous_generation_a_forgotten_npc_left_is_not_restored(db: Path) 
     report = repair_store(db)
     assert report.removed == [str(orphan)] and not report.restored and not orphan.exists()
     assert "hilda" not in load(db)
+
+
+def test_memory_ids_used_twice_are_refused_and_renumbered(db: Path) -> None:
+    def twice(document: dict) -> None:  # type: ignore[type-arg]
+        episodic = document["bank"]["players"]["alice"]["episodic"]
+        episodic.append({**episodic[0], "content": "a second memory under the first one's id"})
+
+    edit(doc(db, "hilda"), twice)
+    doc(db, "hilda").with_name(doc(db, "hilda").name + ".prev").unlink()
+    error = refused(db)
+    assert "memory ids used twice: m1" in error.problem
+    report = repair_store(db)
+    assert "renumbered m1 → m" in report.mended[0][1][0]
+    plugin = npc_memory.install(world="w", store=db)
+    plugin.add_npc(key="hilda")
+    plugin.add_player(key="alice")
+    ids = [m.id for m in plugin.memories("hilda", "alice")]
+    assert len(ids) == len(set(ids)) == 3
+    npc_memory.uninstall("w")

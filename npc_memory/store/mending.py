@@ -82,6 +82,10 @@ def _mend_one(data: Any, problem: str, clock: float) -> str | None:
         meta["rng_state"] = None
         meta["rng_gauss"] = None
         return "the random generator state was damaged: dropped (the generator restarts from the seed)"
+    twice = re.search(r"(memory|fact) ids used twice", problem)
+    if twice is not None:
+        document = _only_entry(data.get("npcs"))
+        return None if document is None else _renumber(document, twice.group(1))
     counter = re.search(r"(bank|knowledge)\.next_id is (\d+) but \w+ [mf](\d+) exists", problem)
     if counter is not None:
         document = _only_entry(data.get("npcs"))
@@ -91,6 +95,34 @@ def _mend_one(data: Any, problem: str, clock: float) -> str | None:
         document.setdefault(part, {})["next_id"] = top + 1
         return f"{part}.next_id was {old}, would reuse an id: set to {top + 1}"
     return None
+
+
+def _renumber(document: dict[str, Any], what: str) -> str | None:
+    """Give each memory (or fact) whose id an earlier one already has a new id."""
+    part, prefix = ("bank", "m") if what == "memory" else ("knowledge", "f")
+    holder = document.get(part)
+    if not isinstance(holder, dict):
+        return None
+    if what == "memory":
+        pairs = [holder.get("world", {}), *holder.get("players", {}).values()]
+        kinds = ("episodic", "semantic", "procedural")
+        records = [r for pair in pairs for kind in kinds for r in pair.get(kind, [])]
+    else:
+        records = list(holder.get("facts", []))
+    if not all(isinstance(r, dict) and isinstance(r.get("id"), str) for r in records):
+        return None
+    numbers = [int(r["id"][1:]) for r in records if r["id"][:1] == prefix and r["id"][1:].isdigit()]
+    next_id = max(int(holder.get("next_id", 1)), max(numbers, default=0) + 1)
+    seen: set[str] = set()
+    renamed = []
+    for record in records:
+        if record["id"] in seen:
+            renamed.append(f"{record['id']} → {prefix}{next_id}")
+            record["id"] = f"{prefix}{next_id}"
+            next_id += 1
+        seen.add(record["id"])
+    holder["next_id"] = next_id
+    return f"{what} ids used twice: renumbered {', '.join(renamed[:5])}" if renamed else None
 
 
 def _only_entry(table: Any) -> dict[str, Any] | None:

@@ -488,7 +488,10 @@ class TinyDBStore:
         if self._disowned is not None:
             return
         if self._lock is None:
-            raise StoreError(f"store {self.path} was opened read-only")
+            if self.read_only:
+                raise StoreError(f"store {self.path} was opened read-only")
+            self._recreate(f"store directory {self.path} was removed while in use")  # again: it failed before
+            return
         try:
             current: tuple[int, int] | None = _file_id(self.path / LOCK_FILE)
         except FileNotFoundError:
