@@ -127,7 +127,8 @@ def run(
             plugin.save()
             report += (
                 f"\nSaved to {store} ({len(plugin.npcs())} NPCs, {len(plugin.players())} players). "
-                f"Continue it: npc-memory demo {scenario.name} --db {store} --resume\n"
+                f"Look inside: npc-memory inspect --db {store} --npc {plugin.npcs()[0]}; "
+                f"continue it: npc-memory demo {scenario.name} --db {store} --resume\n"
             )
         return DemoResult(plugin=plugin, report=report, log=story.log(), story=story)
     finally:

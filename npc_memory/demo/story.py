@@ -24,8 +24,18 @@ from npc_memory.plugin import MemoryPlugin
 SAMPLE_HOURS = 6
 """Relationships and reputations are sampled every this many game hours."""
 
+SMALL_WORLD = 12
+"""Worlds with at most this many NPCs and players also get a table of every relationship."""
+
+TRAJECTORIES_IN_JSON = 20
+"""The JSON story keeps the trajectories of this many most changed pairs."""
+
 STAGE_WEIGHT = {
-    Stage.TRUSTED_ALLY: 5, Stage.ENEMY: 5, Stage.CLOSE_FRIEND: 4, Stage.RIVAL: 3, Stage.FRIEND: 2,
+    Stage.TRUSTED_ALLY: 5,
+    Stage.ENEMY: 5,
+    Stage.CLOSE_FRIEND: 4,
+    Stage.RIVAL: 3,
+    Stage.FRIEND: 2,
 }
 
 
@@ -148,6 +158,18 @@ class Story:
         """The game days the run covered."""
         return range(self.first_day, self.first_day + self.days)
 
+    def farthest(self) -> DeedStory | None:
+        """The public deed whose rumour reached most NPCs (ties: most hops, then earliest)."""
+        return max(self.deeds, key=lambda d: (d.reach, d.farthest, -d.time), default=None)
+
+    def most_changed(self, count: int) -> list[str]:
+        """NPC–player pairs (``"npc/player"``) whose disposition moved most over the run:
+        the ``count // 2`` that rose most, then the rest that fell most."""
+        net = {pair: samples[-1][1] - samples[0][1] for pair, samples in self.trajectories.items()}
+        risen = sorted((p for p in net if net[p] > 0), key=lambda p: (-net[p], p))[: count // 2]
+        fallen = sorted((p for p in net if net[p] < 0), key=lambda p: (net[p], p))
+        return risen + fallen[: count - len(risen)]
+
     def log(self) -> list[str]:
         """Every relationship moment as a line, in order."""
         return [f"{stamp(m.time)}  {self.name(m.npc)}: {m.what}" for m in self.moments]
@@ -160,10 +182,15 @@ class Story:
             travel = (
                 f"; the rumour reached {deed.reach} NPC{'s' if deed.reach != 1 else ''} "
                 f"in {deed.farthest} hop{'s' if deed.farthest != 1 else ''}"
-                if deed.reach else "; nobody passed it on"
+                if deed.reach
+                else "; nobody passed it on"
             )
             bystanders = len(deed.witnesses) - (deed.victim in deed.witnesses)
-            seen = f"{bystanders} bystander{'s' if bystanders != 1 else ''} saw it" if bystanders else "no one else saw it"
+            seen = (
+                f"{bystanders} bystander{'s' if bystanders != 1 else ''} saw it"
+                if bystanders
+                else "no one else saw it"
+            )
             lines.append(f"{stamp(deed.time)[-5:]}  {deed.content} in the {deed.room}; {seen}{travel}")
         if len(deeds) > per_kind:
             lines.append(f"       ... and {len(deeds) - per_kind} more deeds seen in public")
@@ -185,13 +212,18 @@ class Story:
             first = changes[0]
             more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
             detail = f" {first.episodes} memories as" if kind == "consolidated" else ""
-            lines.append(f"       {self.name(first.npc)} {verb}{detail}: \"{first.content}\"{more}")
+            lines.append(f'       {self.name(first.npc)} {verb}{detail}: "{first.content}"{more}')
         return lines
 
     def text(self, quiet: bool = False) -> str:
         """The story for people: each day's events (unless ``quiet``), then the summary."""
         out = io.StringIO()
-        out.write(f"{self.headline}, seed {self.seed}\n")
+        span = (
+            f"{self.days} game day{'s' if self.days != 1 else ''}"
+            if self.first_day == 1
+            else f"game days {self.first_day}-{self.first_day + self.days - 1}"
+        )
+        out.write(f"{self.headline}, {span}, seed {self.seed}\n")
         if not quiet:
             for day in self.day_range():
                 lines = self.day_lines(day)
@@ -212,6 +244,8 @@ class Story:
             {"day": day, "events": self.day_lines(day, per_kind=10**9)} for day in self.day_range()
         ]
         data.pop("summary_lines")
+        shown = self.most_changed(TRAJECTORIES_IN_JSON)
+        data["trajectories"] = {pair: self.trajectories[pair] for pair in shown}
         return data
 
 
@@ -249,8 +283,13 @@ class Chronicle:
         """A scenario reports a public deed, right after it was observed."""
         now = self.plugin.clock.now
         story = DeedStory(
-            day=day_of(now), time=now, player=deed.player, victim=deed.victim, room=deed.room,
-            content=deed.content, witnesses=list(deed.witnesses),
+            day=day_of(now),
+            time=now,
+            player=deed.player,
+            victim=deed.victim,
+            room=deed.room,
+            content=deed.content,
+            witnesses=list(deed.witnesses),
         )
         self.story.deeds.append(story)
         story.origin = self._seen_origin
@@ -344,7 +383,9 @@ class Chronicle:
                         self._known.add((npc, semantic.id))
                         consolidated.update((npc, source) for source in semantic.source_episodes)
                         if record:
-                            self._change(day, npc, player, "consolidated", semantic, len(semantic.source_episodes))
+                            self._change(
+                                day, npc, player, "consolidated", semantic, len(semantic.source_episodes)
+                            )
                 for habit in pair.procedural:
                     self._habit(day, npc, player, habit, record)
         forgotten = [key for key in self._episodes if key not in episodes and key not in consolidated]
@@ -354,8 +395,13 @@ class Chronicle:
                 self.story.changes.append(MemoryChange(day, npc, player, "forgotten", content))
             self.story.census.append(
                 Census(
-                    day, counts["episodic"], counts["semantic"], counts["procedural"], len(forgotten),
-                    sum(1 for key in consolidated if key in self._episodes), facts,
+                    day,
+                    counts["episodic"],
+                    counts["semantic"],
+                    counts["procedural"],
+                    len(forgotten),
+                    sum(1 for key in consolidated if key in self._episodes),
+                    facts,
                 )
             )
         self._episodes = episodes
@@ -370,8 +416,13 @@ class Chronicle:
             self._change(day, npc, player, "reinforced", habit, 0)
 
     def _change(
-        self, day: int, npc: str, player: str, kind: str,
-        memory: EpisodicMemory | SemanticMemory | ProceduralMemory, episodes: int,
+        self,
+        day: int,
+        npc: str,
+        player: str,
+        kind: str,
+        memory: EpisodicMemory | SemanticMemory | ProceduralMemory,
+        episodes: int,
     ) -> None:
         self.story.changes.append(MemoryChange(day, npc, player, kind, memory.content, episodes))
 
@@ -402,7 +453,7 @@ def summarise(plugin: MemoryPlugin, story: Story) -> tuple[dict[str, Any], list[
     stages = Counter(
         rel.stage.value for npc in npcs for rel in plugin.npc(npc).relationships.by_player.values()
     )
-    farthest = max(story.deeds, key=lambda d: (d.reach, d.farthest, -d.time), default=None)
+    farthest = story.farthest()
     why = None
     if farthest is not None and farthest.hops:
         last_hop = max(farthest.hops, key=lambda h: (h.hop, h.time))
@@ -432,16 +483,20 @@ def summarise(plugin: MemoryPlugin, story: Story) -> tuple[dict[str, Any], list[
             lines.append(f"  {story.name(player):8} ({style}) reputation {reputation[player]:+.2f}")
     else:
         for style, value in sorted(summary["reputation_by_style"].items(), key=lambda kv: -kv[1]):
-            lines.append(f"  {style:9} players: mean reputation {value:+.2f} ({len(by_style[style])} players)")
+            lines.append(
+                f"  {style:9} players: mean reputation {value:+.2f} ({len(by_style[style])} players)"
+            )
         ranked = sorted(players, key=lambda p: reputation[p])
         lines.append(
             "  best liked: " + ", ".join(f"{story.name(p)} {reputation[p]:+.2f}" for p in ranked[-3:][::-1])
         )
-        lines.append("  least liked: " + ", ".join(f"{story.name(p)} {reputation[p]:+.2f}" for p in ranked[:3]))
+        lines.append(
+            "  least liked: " + ", ".join(f"{story.name(p)} {reputation[p]:+.2f}" for p in ranked[:3])
+        )
     if last is not None:
         lines.append(
-            f"  memories held: {last.episodic} episodic, {last.semantic} semantic, {last.procedural} procedural; "
-            f"{last.facts} facts"
+            f"  memories held: {last.episodic} episodic, {last.semantic} semantic, "
+            f"{last.procedural} procedural; {last.facts} facts"
         )
     lines.append(
         f"  {totals['forgotten']} memories forgotten, {totals['consolidated']} consolidations, "
@@ -451,8 +506,36 @@ def summarise(plugin: MemoryPlugin, story: Story) -> tuple[dict[str, Any], list[
         f"  {len(story.deeds)} deeds seen in public, passed on {summary['rumours_heard']} times by gossip; "
         f"{len(story.moments)} relationship changes"
     )
-    lines.append(f"  conversations: {stats.queued} held, {stats.applied} turned into memories by the extractor")
-    lines.append("  stages: " + ", ".join(f"{count} {stage.replace('_', ' ')}" for stage, count in stages.most_common()))
+    lines.append(
+        f"  conversations: {stats.queued} held, {stats.applied} turned into memories by the extractor"
+    )
+    lines.append(
+        "  stages: "
+        + ", ".join(f"{count} {stage.replace('_', ' ')}" for stage, count in stages.most_common())
+    )
     if why is not None:
         lines.append(f"  farthest rumour: {why}")
+    if len(npcs) <= SMALL_WORLD and len(players) <= SMALL_WORLD:
+        lines += _regards(plugin, story, npcs, players)
     return summary, lines
+
+
+def _regards(plugin: MemoryPlugin, story: Story, npcs: list[str], players: list[str]) -> list[str]:
+    """For a small world: how each NPC regards each player, and what the first NPC
+    remembers best of each."""
+    width = 26
+    lines = ["", "How each NPC regards each player (stage, trust):"]
+    lines.append(f"  {'':16}" + "".join(f"{story.name(p):<{width}}" for p in players))
+    for npc in npcs:
+        cells = []
+        for player in players:
+            rel = plugin.relationship(npc, player)
+            cells.append(f"{stage_name(rel.stage) + f' ({rel.trust:.2f})':<{width}}")
+        lines.append(f"  {story.name(npc):16}" + "".join(cells).rstrip())
+    first = npcs[0]
+    lines += ["", f"What {story.name(first)} remembers best of each player:"]
+    for player in players:
+        top = plugin.memories(first, player)[:2]
+        recollection = "; ".join(m.content for m in top) or "nothing yet"
+        lines.append(f"  {story.name(player):8} {recollection}")
+    return lines

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from npc_memory.content import Pack, load_pack
 from npc_memory.demo.deeds import Deed, Witnessed, act, chat
 from npc_memory.demo.simulation import DemoResult, Progress, run
+from npc_memory.errors import InvalidArgumentError
 from npc_memory.plugin import MemoryPlugin
 
 DISTRICT_SIZE = 100
@@ -54,28 +55,105 @@ ROSTER = tuple(archetype for archetype, _, share in ARCHETYPES for _ in range(sh
 """A hundred archetypes in a fixed order; NPC ``i`` has ``ROSTER[i % 100]``."""
 
 FIRST_NAMES = (
-    "Ada", "Bren", "Cass", "Dov", "Elin", "Finn", "Greta", "Hale", "Ilse", "Jory", "Kara", "Lars",
-    "Mira", "Nils", "Orla", "Piet", "Quin", "Rhea", "Sten", "Tova", "Ulla", "Vern", "Wyn", "Yara",
+    "Ada",
+    "Bren",
+    "Cass",
+    "Dov",
+    "Elin",
+    "Finn",
+    "Greta",
+    "Hale",
+    "Ilse",
+    "Jory",
+    "Kara",
+    "Lars",
+    "Mira",
+    "Nils",
+    "Orla",
+    "Piet",
+    "Quin",
+    "Rhea",
+    "Sten",
+    "Tova",
+    "Ulla",
+    "Vern",
+    "Wyn",
+    "Yara",
 )
 SURNAMES = (
-    "Ashdown", "Brook", "Carter", "Dunmore", "Ellery", "Fenwick", "Garrow", "Holt", "Irons", "Jessop",
-    "Kettle", "Lowe", "Marsh", "Northam", "Oakes", "Penrose", "Quarry", "Reed", "Stoke", "Thorne",
-    "Underhill", "Vance", "Wick", "Yardley",
+    "Ashdown",
+    "Brook",
+    "Carter",
+    "Dunmore",
+    "Ellery",
+    "Fenwick",
+    "Garrow",
+    "Holt",
+    "Irons",
+    "Jessop",
+    "Kettle",
+    "Lowe",
+    "Marsh",
+    "Northam",
+    "Oakes",
+    "Penrose",
+    "Quarry",
+    "Reed",
+    "Stoke",
+    "Thorne",
+    "Underhill",
+    "Vance",
+    "Wick",
+    "Yardley",
 )
 PLAYER_NAMES = (
-    "Alba", "Bastian", "Corin", "Delphine", "Emeric", "Fiora", "Gideon", "Hesper", "Isolde", "Jasper",
-    "Kestrel", "Lucan", "Maren", "Nerys", "Osric", "Petra", "Rowan", "Sable", "Tamsin", "Ulric",
-    "Vesna", "Wilder", "Xanthe", "Yorick", "Zora",
+    "Alba",
+    "Bastian",
+    "Corin",
+    "Delphine",
+    "Emeric",
+    "Fiora",
+    "Gideon",
+    "Hesper",
+    "Isolde",
+    "Jasper",
+    "Kestrel",
+    "Lucan",
+    "Maren",
+    "Nerys",
+    "Osric",
+    "Petra",
+    "Rowan",
+    "Sable",
+    "Tamsin",
+    "Ulric",
+    "Vesna",
+    "Wilder",
+    "Xanthe",
+    "Yorick",
+    "Zora",
 )
 
 STYLES = ("helper", "trader", "thief", "newcomer")
-STYLE_FACTION = {"helper": "adventurers", "trader": "merchants", "thief": "thieves", "newcomer": "adventurers"}
+STYLE_FACTION = {
+    "helper": "adventurers",
+    "trader": "merchants",
+    "thief": "thieves",
+    "newcomer": "adventurers",
+}
 
 DEEDS: dict[str, tuple[Deed, ...]] = {
     "helper": (
         Deed(3, "{player} helped {npc} carry supplies", ("helpful",), 0.4, "positive", 0.3),
-        Deed(1, "{player} drove off bandits threatening {npc}", ("heroic", "combat"), 0.8, "positive", 0.8,
-             "{player} drove off bandits threatening {npc}"),
+        Deed(
+            1,
+            "{player} drove off bandits threatening {npc}",
+            ("heroic", "combat"),
+            0.8,
+            "positive",
+            0.8,
+            "{player} drove off bandits threatening {npc}",
+        ),
         Deed(1, "{player} gave {npc} a share of the loot", ("gift",), 0.5, "positive", 0.5),
         Deed(1, "{player} asked {npc} about the weather", ("smalltalk",), 0.07, "neutral", 0.0),
     ),
@@ -85,10 +163,8 @@ DEEDS: dict[str, tuple[Deed, ...]] = {
         Deed(1, "{player} haggled {npc} down to a fair price", ("trade",), 0.3, "neutral", 0.1),
     ),
     "thief": (
-        Deed(3, "{player} stole from {npc}", ("theft",), 0.7, "negative", 0.7,
-             "{player} stole from {npc}"),
-        Deed(1, "{player} threatened {npc}", ("threat",), 0.6, "negative", 0.8,
-             "{player} threatened {npc}"),
+        Deed(3, "{player} stole from {npc}", ("theft",), 0.7, "negative", 0.7, "{player} stole from {npc}"),
+        Deed(1, "{player} threatened {npc}", ("threat",), 0.6, "negative", 0.8, "{player} threatened {npc}"),
         Deed(1, "{player} mocked {npc}", ("insult",), 0.3, "negative", 0.3),
         Deed(1, "{player} sold {npc} goods at a fair price", ("trade",), 0.3, "neutral", 0.1),
     ),
@@ -156,9 +232,9 @@ class Town:
 
     def __init__(self, npcs: int = 1000, players: int = 50, act_chance: float = 0.35) -> None:
         if npcs < 10:
-            raise ValueError(f"a town needs at least 10 NPCs, got {npcs}")
+            raise InvalidArgumentError(f"npcs: a town needs at least 10 NPCs, got {npcs}")
         if players < 1:
-            raise ValueError(f"a town needs at least 1 player, got {players}")
+            raise InvalidArgumentError(f"players: a town needs at least 1 player, got {players}")
         self.npc_count, self.player_count, self.act_chance = npcs, players, act_chance
         self.districts = max(1, npcs // DISTRICT_SIZE)
         self.residents: list[Resident] = []
@@ -171,7 +247,9 @@ class Town:
         loaded = pack if isinstance(pack, Pack) else load_pack(pack)
         budgets = loaded.budgets.model_copy(
             update={
-                "gossip_exchanges_per_tick": max(loaded.budgets.gossip_exchanges_per_tick, self.npc_count // 8),
+                "gossip_exchanges_per_tick": max(
+                    loaded.budgets.gossip_exchanges_per_tick, self.npc_count // 8
+                ),
                 "decay_pairs_per_tick": max(loaded.budgets.decay_pairs_per_tick, self.npc_count),
                 "consolidation_pairs_per_tick": max(
                     loaded.budgets.consolidation_pairs_per_tick, self.npc_count
@@ -203,8 +281,12 @@ class Town:
             plugin.add_npc(key=key, name=name, archetype=archetype, room=home)
             self.residents.append(
                 Resident(
-                    key, district, home, f"{WORKPLACE[archetype]} {district}",
-                    plugin.npc(key).traits.sociability, archetype in ("innkeeper", "bard"),
+                    key,
+                    district,
+                    home,
+                    f"{WORKPLACE[archetype]} {district}",
+                    plugin.npc(key).traits.sociability,
+                    archetype in ("innkeeper", "bard"),
                 )
             )
             self._place(key, home)
@@ -317,6 +399,13 @@ def run_town(
     ``keep_installed`` work as for :func:`~npc_memory.demo.run_village` (resuming needs
     the same ``npcs`` and ``players``)."""
     return run(
-        Town(npcs, players, act_chance), days, seed, pack, store=store, resume=resume, world=world,
-        keep_installed=keep_installed, progress=progress,
+        Town(npcs, players, act_chance),
+        days,
+        seed,
+        pack,
+        store=store,
+        resume=resume,
+        world=world,
+        keep_installed=keep_installed,
+        progress=progress,
     )

@@ -48,7 +48,7 @@ DEEDS: dict[str, tuple[Deed, ...]] = {
         Deed(1, "{player} gave {npc} a share of the loot", ("gift",), 0.5, "positive", 0.5),
         Deed(1, "{player} bought provisions from {npc}", ("trade",), 0.3, "neutral", 0.1),
         Deed(0.5, "{player} was curt and rude to {npc}", ("insult",), 0.3, "negative", 0.4),
-        Deed(1, "{player} asked {npc} about the weather", ("smalltalk",), 0.06, "neutral", 0.0),
+        Deed(1, "{player} asked {npc} about the weather", ("smalltalk",), 0.055, "neutral", 0.0),
     ),
     "thief": (
         Deed(3, "{player} stole from {npc}", ("theft",), 0.7, "negative", 0.7,
@@ -58,13 +58,13 @@ DEEDS: dict[str, tuple[Deed, ...]] = {
         Deed(2, "{player} sold {npc} goods at a fair price", ("trade",), 0.3, "neutral", 0.1),
         Deed(1, "{player} mocked {npc}", ("insult",), 0.3, "negative", 0.3),
         Deed(1, "{player} bought {npc} a drink", ("gift",), 0.3, "positive", 0.3),
-        Deed(1, "{player} asked {npc} when the watch changes", ("smalltalk",), 0.06, "neutral", 0.0),
+        Deed(1, "{player} asked {npc} when the watch changes", ("smalltalk",), 0.055, "neutral", 0.0),
     ),
     "trader": (
         Deed(5, "{player} traded fairly with {npc}", ("trade",), 0.4, "positive", 0.2),
         Deed(2, "{player} brought {npc} news and a small gift", ("gift",), 0.4, "positive", 0.3),
         Deed(1, "{player} lent {npc} a hand", ("helpful",), 0.4, "positive", 0.3),
-        Deed(1, "{player} asked {npc} about the weather", ("smalltalk",), 0.06, "neutral", 0.0),
+        Deed(1, "{player} asked {npc} about the weather", ("smalltalk",), 0.055, "neutral", 0.0),
     ),
 }
 
