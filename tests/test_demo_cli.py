@@ -94,16 +94,18 @@ def test_a_progress_bar_hears_of_every_game_hour() -> None:
     assert sum(updates) == 2 * HOURS_PER_DAY and updates[-1] == 0
 
 
-def test_the_tqdm_bar_follows_a_run() -> None:
+def test_the_progress_bar_is_tqdm_on_standard_error() -> None:
+    from tqdm import tqdm
+
     from npc_memory.demo.progress import progress_bar
 
-    bars: list[object] = []
+    bars: list[tqdm[object]] = []
     start = progress_bar("village")
 
-    def keep(total: int) -> object:
+    def keep(total: int) -> tqdm[object]:
         bars.append(start(total))
         return bars[-1]
 
     run_village(days=1, progress=keep)
     [bar] = bars
-    assert getattr(bar, "total") == HOURS_PER_DAY and getattr(bar, "n") == HOURS_PER_DAY
+    assert isinstance(bar, tqdm) and bar.total == HOURS_PER_DAY
