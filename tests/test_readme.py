@@ -20,12 +20,20 @@ from .fake_anthropic import FakeMessagesAPI
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+DEMO_README = (ROOT / "demo" / "README.md").read_text()
 TEST_COMMAND = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && pytest"
 SETUP_MARK = "# Setup shared by the examples below"
-BLOCKS = [
-    (README[: m.start()].count("\n") + 2, m.group(1))
-    for m in re.finditer(r"^```python\n(.*?)^```", README, re.S | re.M)
-]
+
+
+def python_blocks(text: str) -> list[tuple[int, str]]:
+    """Each Python block with the line it starts on."""
+    return [
+        (text[: m.start()].count("\n") + 2, m.group(1))
+        for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M)
+    ]
+
+
+BLOCKS = python_blocks(README)
 QUICKSTART = next((line, code) for line, code in BLOCKS if "## Quickstart" in README.split(code)[0][-40:])
 SETUP = next(code for _, code in BLOCKS if code.startswith(SETUP_MARK))
 EXAMPLES = [
@@ -96,3 +104,22 @@ def test_each_example_runs_after_the_setup(fake_claude: FakeMessagesAPI, line: i
         printed = run_block(code, f"README.md:{line}", namespace)
         assert printed == expected_prints(code)
     assert not list(Path.cwd().iterdir()), "a README example wrote into the working directory"
+
+
+@pytest.mark.parametrize(
+    ("line", "code"), python_blocks(DEMO_README), ids=[f"demo/README.md:{n}" for n, _ in python_blocks(DEMO_README)]
+)
+def test_the_demo_readme_blocks_run_alone(fake_claude: FakeMessagesAPI, line: int, code: str) -> None:
+    for _ in range(2):
+        reset_esper()
+        printed = run_block(code, f"demo/README.md:{line}", {"__name__": "demo_readme"})
+        assert printed == expected_prints(code)
+
+
+def test_the_demo_readme_shows_a_picture_from_the_report() -> None:
+    pictures = re.findall(r"!\[[^\]]+\]\(([^)]+\.png)\)", DEMO_README)
+    assert pictures
+    for picture in pictures:
+        data = (ROOT / "demo" / picture).read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+    assert "How to read it" in DEMO_README
