@@ -134,7 +134,7 @@ def _demo(args: argparse.Namespace) -> int:
         json.dump(result.story.to_json(), sys.stdout)
         sys.stdout.write("\n")
     elif args.quiet:
-        sys.stdout.write(result.story.text(quiet=True))
+        sys.stdout.write(result.story.text(quiet=True) + result.saved)
     else:
         sys.stdout.write(result.report)
     if report_dir is not None:

@@ -66,7 +66,7 @@ def test_resume_refuses_a_directory_that_is_not_a_store(tmp_path: Path, capsys: 
 
 def test_resume_continues_the_saved_village(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--days", "2", "--db", "v.db", "--quiet"]) == 0
-    capsys.readouterr()
+    assert "Saved to v.db (8 NPCs, 3 players)" in capsys.readouterr().out
     assert main(["demo", "--days", "1", "--db", "v.db", "--resume"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("npc-memory demo: village, 8 NPCs, 3 players, game days 3-3, seed 7")

@@ -45,12 +45,12 @@ def test_npcs_keep_their_schedules() -> None:
     farmers = {f"n{i:04d}" for i in range(200) if ROSTER[i % len(ROSTER)] == "farmer"}
     in_the_fields = [
         d for d in story.deeds
-        if d.room.startswith("fields") and 8 * 3600 <= d.time % 86400 < 18 * 3600 and d.day % 7 != 0
+        if d.room.endswith(" fields") and 8 * 3600 <= d.time % 86400 < 18 * 3600 and d.day % 7 != 0
     ]
     assert in_the_fields
     assert all(set(d.witnesses) <= farmers for d in in_the_fields)
     # In the evening the same farmers are at the inn or at home, never in the fields.
-    evening = [d for d in story.deeds if d.room.startswith("inn") and d.time % 86400 >= 19 * 3600]
+    evening = [d for d in story.deeds if d.room.endswith(" inn") and d.time % 86400 >= 19 * 3600]
     assert any(set(d.witnesses) & farmers for d in evening)
 
 

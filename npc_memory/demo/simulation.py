@@ -65,6 +65,8 @@ class DemoResult:
     report: str
     log: list[str] = field(default_factory=list)
     story: Story | None = None
+    saved: str = ""
+    """Where the world was saved and how to continue it (empty without a store)."""
 
 
 Progress = Callable[[int], Any]
@@ -122,15 +124,16 @@ def run(
             if bar is not None:
                 bar.close()
         story = chronicle.finish()
-        report = story.text()
+        saved = ""
         if store is not None:
             plugin.save()
-            report += (
+            saved = (
                 f"\nSaved to {store} ({len(plugin.npcs())} NPCs, {len(plugin.players())} players). "
                 f"Look inside: npc-memory inspect --db {store} --npc {plugin.npcs()[0]}; "
                 f"continue it: npc-memory demo {scenario.name} --db {store} --resume\n"
             )
-        return DemoResult(plugin=plugin, report=report, log=story.log(), story=story)
+        report = story.text() + saved
+        return DemoResult(plugin=plugin, report=report, log=story.log(), story=story, saved=saved)
     finally:
         esper.switch_world(previous_world)
         if not keep_installed:

@@ -195,7 +195,7 @@ class Story:
         if len(deeds) > per_kind:
             lines.append(f"       ... and {len(deeds) - per_kind} more deeds seen in public")
         moments = sorted((m for m in self.moments if m.day == day), key=lambda m: (-m.weight, m.time))
-        for moment in sorted(moments[:per_kind], key=lambda m: m.time):
+        for moment in sorted(_varied(moments, per_kind), key=lambda m: m.time):
             because = f" — {'; '.join(moment.because)}" if moment.because else ""
             lines.append(f"{stamp(moment.time)[-5:]}  {self.name(moment.npc)}: {moment.what}{because}")
         if len(moments) > per_kind:
@@ -247,6 +247,19 @@ class Story:
         shown = self.most_changed(TRAJECTORIES_IN_JSON)
         data["trajectories"] = {pair: self.trajectories[pair] for pair in shown}
         return data
+
+
+def _varied(moments: list[Moment], count: int) -> list[Moment]:
+    """The first ``count`` moments, preferring ones about players not yet shown."""
+    players: set[str] = set()
+    chosen: list[Moment] = []
+    for moment in moments:
+        if moment.player not in players:
+            players.add(moment.player)
+            chosen.append(moment)
+            if len(chosen) == count:
+                return chosen
+    return chosen + [m for m in moments if m not in chosen][: count - len(chosen)]
 
 
 class Chronicle:

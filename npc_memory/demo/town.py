@@ -36,6 +36,10 @@ from npc_memory.plugin import MemoryPlugin
 DISTRICT_SIZE = 100
 HOUSE_SIZE = 4
 PUBLIC_ROOMS = ("market", "inn", "forge", "gate", "temple", "fields", "docks")
+DISTRICT_NAMES = (
+    "Northgate", "Riverside", "Hillcrest", "Old Town", "Eastmarch",
+    "Millbrook", "Southwark", "Ashfield", "Harbour", "Westwood",
+)
 
 ARCHETYPES: tuple[tuple[str, str, int], ...] = (
     # archetype, workplace, NPCs per hundred
@@ -55,56 +59,16 @@ ROSTER = tuple(archetype for archetype, _, share in ARCHETYPES for _ in range(sh
 """A hundred archetypes in a fixed order; NPC ``i`` has ``ROSTER[i % 100]``."""
 
 FIRST_NAMES = (
-    "Ada",
-    "Bren",
-    "Cass",
-    "Dov",
-    "Elin",
-    "Finn",
-    "Greta",
-    "Hale",
-    "Ilse",
-    "Jory",
-    "Kara",
-    "Lars",
-    "Mira",
-    "Nils",
-    "Orla",
-    "Piet",
-    "Quin",
-    "Rhea",
-    "Sten",
-    "Tova",
-    "Ulla",
-    "Vern",
-    "Wyn",
-    "Yara",
+    "Ada", "Bren", "Cass", "Dov", "Elin", "Finn", "Greta", "Hale", "Ilse", "Jory", "Kara", "Lars",
+    "Mira", "Nils", "Orla", "Piet", "Quin", "Rhea", "Sten", "Tova", "Ulla", "Vern", "Wyn", "Yara",
+    "Aldo", "Berit", "Cato", "Dagny", "Eske", "Frida", "Gunn", "Hedda", "Ivo", "Jonna", "Knut", "Liv",
+    "Magne", "Nora", "Odd", "Pella",
 )
 SURNAMES = (
-    "Ashdown",
-    "Brook",
-    "Carter",
-    "Dunmore",
-    "Ellery",
-    "Fenwick",
-    "Garrow",
-    "Holt",
-    "Irons",
-    "Jessop",
-    "Kettle",
-    "Lowe",
-    "Marsh",
-    "Northam",
-    "Oakes",
-    "Penrose",
-    "Quarry",
-    "Reed",
-    "Stoke",
-    "Thorne",
-    "Underhill",
-    "Vance",
-    "Wick",
-    "Yardley",
+    "Ashdown", "Brook", "Carter", "Dunmore", "Ellery", "Fenwick", "Garrow", "Holt", "Irons", "Jessop",
+    "Kettle", "Lowe", "Marsh", "Northam", "Oakes", "Penrose", "Quarry", "Reed", "Stoke", "Thorne",
+    "Underhill", "Vance", "Wick", "Yardley", "Amberley", "Blackwood", "Colby", "Darrow", "Eastleigh",
+    "Fairburn",
 )
 PLAYER_NAMES = (
     "Alba",
@@ -133,6 +97,8 @@ PLAYER_NAMES = (
     "Yorick",
     "Zora",
 )
+
+EPITHETS = ("Bold", "Quiet", "Tall", "Younger", "Red", "Lucky", "Grey", "Swift")
 
 STYLES = ("helper", "trader", "thief", "newcomer")
 STYLE_FACTION = {
@@ -200,6 +166,21 @@ CHATS: dict[str, tuple[str, ...]] = {
         "Good evening.",
     ),
 }
+
+
+def npc_name(index: int) -> str:
+    """NPC ``index``'s name: a house shares a surname, and the first 1,200 names differ."""
+    house, member = divmod(index, HOUSE_SIZE)
+    first = (member + HOUSE_SIZE * (house // len(SURNAMES))) % len(FIRST_NAMES)
+    return f"{FIRST_NAMES[first]} {SURNAMES[house % len(SURNAMES)]}"
+
+
+def room_name(district: int, place: str) -> str:
+    """A room's name: the district's, then the place (``"Riverside market"``)."""
+    name = DISTRICT_NAMES[district % len(DISTRICT_NAMES)]
+    if district >= len(DISTRICT_NAMES):
+        name += f" {district // len(DISTRICT_NAMES) + 1}"
+    return f"{name} {place}"
 
 
 @dataclass
@@ -276,26 +257,26 @@ class Town:
             district = min(i // DISTRICT_SIZE, self.districts - 1)
             archetype = ROSTER[i % len(ROSTER)]
             key = f"n{i:04d}"
-            name = f"{FIRST_NAMES[i % len(FIRST_NAMES)]} {SURNAMES[i // len(FIRST_NAMES) % len(SURNAMES)]}"
-            home = f"house {district}-{i % DISTRICT_SIZE // HOUSE_SIZE}"
+            name = npc_name(i)
+            home = room_name(district, f"house {i % DISTRICT_SIZE // HOUSE_SIZE + 1}")
             plugin.add_npc(key=key, name=name, archetype=archetype, room=home)
             self.residents.append(
                 Resident(
                     key,
                     district,
                     home,
-                    f"{WORKPLACE[archetype]} {district}",
+                    room_name(district, WORKPLACE[archetype]),
                     plugin.npc(key).traits.sociability,
                     archetype in ("innkeeper", "bard"),
                 )
             )
             self._place(key, home)
-        merchants = [r for r in self.residents if r.work.startswith("market")]
+        merchants = [r for r in self.residents if r.work == room_name(r.district, "market")]
         for i, (key, style) in enumerate(self.styles().items()):
             district = i % self.districts
             name = PLAYER_NAMES[i % len(PLAYER_NAMES)]
             if i >= len(PLAYER_NAMES):
-                name += f" {SURNAMES[i // len(PLAYER_NAMES) % len(SURNAMES)]}"
+                name += f" the {EPITHETS[(i // len(PLAYER_NAMES) - 1 + i) % len(EPITHETS)]}"
             arrives = 1 + (i // len(STYLES)) % 5 if style == "newcomer" else 1
             local = [m.key for m in merchants if m.district == district] or [m.key for m in merchants]
             regular = local[i % len(local)] if style == "trader" and local else None
@@ -328,13 +309,13 @@ class Town:
         if resident.late_shift:
             return {0: resident.home, 12: resident.work}.get(hour)
         if rest_day and hour == 9:
-            return f"temple {district}" if roll < 0.6 else None
+            return room_name(district, "temple") if roll < 0.6 else None
         if hour in (7, 9) and not rest_day:
             return resident.work
         if hour == 12 and rest_day:
             return resident.home
         if hour == 18:
-            return f"inn {district}" if roll < resident.sociability else resident.home
+            return room_name(district, "inn") if roll < resident.sociability else resident.home
         if hour == 22:
             return resident.home
         return None
@@ -352,10 +333,10 @@ class Town:
                 self._morning_trade(plugin, visitor)
                 continue
             if hour >= 18:
-                plugin.move(visitor.key, f"inn {visitor.district}")  # evenings are spent at the inn
+                plugin.move(visitor.key, room_name(visitor.district, "inn"))  # evenings are spent at the inn
             elif rng.random() < 0.5:
                 district = visitor.district if rng.random() < 0.85 else rng.randrange(self.districts)
-                plugin.move(visitor.key, f"{rng.choice(PUBLIC_ROOMS)} {district}")
+                plugin.move(visitor.key, room_name(district, rng.choice(PUBLIC_ROOMS)))
             room = plugin.player(visitor.key).location.room
             present = self.present.get(room or "", [])
             if room is None or not present:
