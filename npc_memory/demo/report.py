@@ -43,6 +43,8 @@ STYLE_COLOURS = {
 KIND_COLOURS = {"episodic": "#4c78a8", "semantic": "#f58518", "procedural": "#54a24b"}
 STAGE_LINES = (-0.7, -0.3, 0.3, 0.5, 0.7)
 PAIRS_SHOWN = 6
+EDGE_LABELS_UP_TO = 40
+"""A gossip graph with at most this many tellings labels each with its confidence."""
 DPI = 100
 
 
@@ -81,8 +83,9 @@ PICTURES: tuple[tuple[str, str, str], ...] = (
         "gossip.png",
         "How one deed travelled",
         "The deed whose rumour reached most NPCs. Columns are hops: those who saw it on the left, "
-        "then who heard it from whom. Each arrow is one telling, labelled with the confidence the "
-        "listener ended up with — it only falls as the rumour travels.",
+        "then who heard it from whom, hop by hop. Each arrow is one telling, coloured (and, in small "
+        "graphs, labelled) by the confidence the listener was left with — it only falls as the "
+        "rumour travels. The victim is red.",
     ),
     (
         "memories.png",
@@ -232,7 +235,12 @@ def _gossip(story: Story) -> Figure:
     for depth, members in columns.items():
         for row, who in enumerate(members):
             position[who] = (float(depth), -(row - (len(members) - 1) / 2))
-    label_edges = len(deed.hops) <= 40
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
+    scale, norm = colormaps["viridis"], Normalize(0.0, 1.0)
+    label_edges = len(deed.hops) <= EDGE_LABELS_UP_TO
     for hop in deed.hops:
         if hop.teller not in position or hop.listener not in position:
             continue
@@ -241,10 +249,17 @@ def _gossip(story: Story) -> Figure:
             "",
             xy=(x1, y1),
             xytext=(x0, y0),
-            arrowprops={"arrowstyle": "->", "color": "#555555", "alpha": 0.35 + 0.65 * hop.confidence},
+            arrowprops={"arrowstyle": "->", "color": scale(norm(hop.confidence)), "linewidth": 1.2},
         )
         if label_edges:
             ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"{hop.confidence:.2f}", fontsize=7, color="#333333")
+    figure.colorbar(
+        ScalarMappable(norm=norm, cmap=scale), ax=ax, shrink=0.6, label="confidence passed on"
+    )
+    top = max(len(members) for members in columns.values()) / 2 + 0.5
+    for depth in columns:
+        heading = "saw it" if depth == 0 else f"hop {depth}"
+        ax.text(depth, top, heading, ha="center", fontsize=9, weight="bold")
     for who, (x, y) in position.items():
         colour = "#c53030" if who == deed.victim else "#f2c14e" if level[who] == 0 else "#9ecae1"
         ax.text(
@@ -259,7 +274,7 @@ def _gossip(story: Story) -> Figure:
     xs = [x for x, _ in position.values()]
     ys = [y for _, y in position.values()]
     ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
-    ax.set_ylim(min(ys) - 1, max(ys) + 1)
+    ax.set_ylim(min(ys) - 1, max(ys) + 1.2)
     others = len(deed.witnesses) - sum(1 for w in deed.witnesses if w in position)
     ax.set_title(
         f'"{deed.content}" (day {deed.day}, {deed.room}): seen by {len(deed.witnesses)}'

@@ -171,8 +171,9 @@ CHATS: dict[str, tuple[str, ...]] = {
 def npc_name(index: int) -> str:
     """NPC ``index``'s name: a house shares a surname, and the first 1,200 names differ."""
     house, member = divmod(index, HOUSE_SIZE)
-    first = (member + HOUSE_SIZE * (house // len(SURNAMES))) % len(FIRST_NAMES)
-    return f"{FIRST_NAMES[first]} {SURNAMES[house % len(SURNAMES)]}"
+    surname = house % len(SURNAMES)
+    first = (member + HOUSE_SIZE * (house // len(SURNAMES)) + 13 * surname) % len(FIRST_NAMES)
+    return f"{FIRST_NAMES[first]} {SURNAMES[surname]}"
 
 
 def room_name(district: int, place: str) -> str:
