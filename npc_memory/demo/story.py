@@ -24,6 +24,9 @@ from npc_memory.plugin import MemoryPlugin
 SAMPLE_HOURS = 6
 """Relationships and reputations are sampled every this many game hours."""
 
+HOW_KNOWN = {"observation": "saw that ", "gossip": "heard that ", "conversation": "was told: "}
+"""How a relationship moment words a fact that moved it, by the fact's source."""
+
 SMALL_WORLD = 12
 """Worlds with at most this many NPCs and players also get a table of every relationship."""
 
@@ -343,7 +346,7 @@ class Chronicle:
         because = [f"{text} (x{count})" if count > 1 else text for text, count in held.most_common(2)]
         if not because:
             heard = [f for f in self.plugin.facts(npc) if f.subject == player]
-            because = [f"heard that {f.content}" for f in heard[-2:]]
+            because = [f"{HOW_KNOWN.get(f.source, '')}{f.content}" for f in heard[-2:]]
         self.story.moments.append(Moment(day_of(time), time, npc, player, kind, what, weight, because))
 
     # --- sampling -----------------------------------------------------------
