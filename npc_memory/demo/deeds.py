@@ -39,8 +39,8 @@ class Witnessed:
 
 
 def experience(plugin: MemoryPlugin, npc: str, player: str, deed: Deed) -> None:
-    """``player`` does ``deed`` to ``npc`` with nobody else watching."""
-    plugin.record_interaction(npc, player)
+    """``player`` does ``deed`` to ``npc`` with nobody else watching (the memory comes
+    first, so the relationship events of meeting already find it)."""
     plugin.remember(
         npc,
         player,
@@ -51,18 +51,14 @@ def experience(plugin: MemoryPlugin, npc: str, player: str, deed: Deed) -> None:
         intensity=deed.intensity,
         affect_relationship=True,
     )
+    plugin.record_interaction(npc, player)
 
 
 def witnessed(plugin: MemoryPlugin, room: str, victim: str, player: str, deed: Deed) -> Witnessed:
-    """``player`` does ``deed`` to ``victim`` in public: everyone in ``room`` learns it
-    first-hand; the victim also keeps it as a memory of their own."""
+    """``player`` does ``deed`` to ``victim`` in public: the victim keeps it as a memory
+    of their own, then everyone in ``room`` (the victim too) learns it first-hand."""
     assert deed.witnessed_as is not None
     player_name = plugin.player(player).identity.name
-    plugin.record_interaction(victim, player)
-    content = deed.witnessed_as.format(player=player_name, npc=plugin.npc(victim).identity.name)
-    witnesses = plugin.observe(
-        room=room, subject=player, content=content, tags=deed.tags, importance=deed.importance
-    )
     plugin.remember(
         victim,
         player,
@@ -71,6 +67,11 @@ def witnessed(plugin: MemoryPlugin, room: str, victim: str, player: str, deed: D
         importance=deed.importance,
         valence=deed.valence,
         intensity=deed.intensity,
+    )
+    plugin.record_interaction(victim, player)
+    content = deed.witnessed_as.format(player=player_name, npc=plugin.npc(victim).identity.name)
+    witnesses = plugin.observe(
+        room=room, subject=player, content=content, tags=deed.tags, importance=deed.importance
     )
     return Witnessed(player, victim, room, content, tuple(witnesses))
 
