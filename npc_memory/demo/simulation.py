@@ -9,7 +9,6 @@ to a :class:`~npc_memory.demo.story.Chronicle`.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from npc_memory.errors import StoreError
 from npc_memory.installation import install, uninstall
 from npc_memory.plugin import MemoryPlugin
 from npc_memory.store.tinydb_store import is_store
+from npc_memory.store.tools import clear_store
 
 HOURS_PER_DAY = 24
 
@@ -89,16 +89,16 @@ def run(
 
     With ``store`` the world is persisted there (a TinyDB store directory): a fresh one
     unless ``resume`` continues the world saved there (a missing store is an error
-    then). An existing directory is only replaced if it is an npc-memory store. The
-    plugin is uninstalled (saving the store, deleting the esper world) afterwards
-    unless ``keep_installed`` is set.
+    then). An existing store is only replaced if this demo wrote it (esper world
+    ``world``) and no process has it open. The plugin is uninstalled (saving the store,
+    deleting the esper world) afterwards unless ``keep_installed`` is set.
     """
     if days < 1:
         raise ValueError(f"days must be at least 1, got {days}")
     if resume:
         _check_resumable(store)
     elif store is not None:
-        _clear_demo_store(Path(store))
+        clear_store(store, world)  # only a store this demo wrote, and never one in use
     previous_world = esper.current_world
     plugin = install(
         world=world, pack=scenario.pack(pack), store=store, seed=seed, time_scale=3600.0, deterministic=True
@@ -150,14 +150,6 @@ def _check_resumable(store: str | os.PathLike[str] | None) -> None:
         raise StoreError(f"cannot resume: {path} does not exist; run the demo without --resume first")
     if not path.is_dir() or not is_store(path):
         raise StoreError(f"cannot resume: {path} is not an npc-memory store")
-
-
-def _clear_demo_store(path: Path) -> None:
-    if not path.exists():
-        return
-    if not path.is_dir() or not is_store(path):
-        raise StoreError(f"{path} exists and is not an npc-memory store; choose another --db")
-    shutil.rmtree(path)
 
 
 def _time_systems(plugin: MemoryPlugin, chronicle: Chronicle) -> dict[str, float]:

@@ -168,9 +168,10 @@ def run_village(
     With ``store`` the village is persisted there (a TinyDB store directory): a fresh
     one unless ``resume`` continues the village saved there, memories, relationships,
     clock and random state included (a missing store is an error then). An existing
-    directory is only replaced if it is an npc-memory store. The same ``seed`` (and
-    starting store) gives the same run. The plugin is uninstalled (saving the store,
-    deleting the esper world) afterwards unless ``keep_installed`` is set.
+    store is only replaced if this demo wrote it (world ``world``) and no process has it
+    open. The same ``seed`` (and starting store) gives the same run. The plugin is
+    uninstalled (saving the store, deleting the esper world) afterwards unless
+    ``keep_installed`` is set.
     """
     return run(
         Village(act_chance), days, seed, pack, store=store, resume=resume, world=world,
