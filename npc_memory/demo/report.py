@@ -151,7 +151,7 @@ def _figure(
 def _relationships(story: Story) -> Figure:
     figure, axes = _figure()
     ax = axes[0][0]
-    changed = [(pair, story.trajectories[pair]) for pair in story.most_changed(PAIRS_SHOWN)]
+    changed = [(pair, story.trajectory(pair)) for pair in story.most_changed(PAIRS_SHOWN)]
     marks = defaultdict(list)
     for moment in story.moments:
         marks[f"{moment.npc}/{moment.player}"].append(moment)

@@ -11,8 +11,9 @@ data for machines and for the report's pictures.
 from __future__ import annotations
 
 import io
+from array import array
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from npc_memory.clock import SECONDS_PER_DAY
@@ -130,6 +131,22 @@ class Census:
     facts: int
 
 
+class Trajectory:
+    """One pair's dispositions, one per sample from sample ``first`` on, compactly."""
+
+    __slots__ = ("first", "values")
+
+    def __init__(self, first: int, values: array[float]) -> None:
+        self.first = first
+        self.values = values
+
+    def follow(self, index: int, value: float) -> None:
+        """Add sample ``index``; samples missed (the pair was let go of) repeat the last."""
+        gap = index - self.first - len(self.values)
+        self.values.extend([self.values[-1]] * gap)
+        self.values.append(value)
+
+
 @dataclass
 class Story:
     """Everything a run told: headline, per-day events, series for the pictures."""
@@ -144,8 +161,10 @@ class Story:
     moments: list[Moment] = field(default_factory=list)
     changes: list[MemoryChange] = field(default_factory=list)
     census: list[Census] = field(default_factory=list)
-    trajectories: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
-    """``"npc/player"`` → (game day, disposition) samples."""
+    sample_days: list[float] = field(default_factory=list)
+    """When relationships and reputations were sampled (game days from 0)."""
+    trajectories: dict[str, Trajectory] = field(default_factory=dict)
+    """``"npc/player"`` → its dispositions from one sample on (see :meth:`trajectory`)."""
     reputation: dict[str, dict[str, list[tuple[float, float]]]] = field(default_factory=dict)
     """player → faction → (game day, standing) samples."""
     tick_ms: dict[str, list[float]] = field(default_factory=dict)
@@ -165,10 +184,15 @@ class Story:
         """The public deed whose rumour reached most NPCs (ties: most hops, then earliest)."""
         return max(self.deeds, key=lambda d: (d.reach, d.farthest, -d.time), default=None)
 
+    def trajectory(self, pair: str) -> list[tuple[float, float]]:
+        """(game day from 0, disposition) samples of ``"npc/player"``."""
+        track = self.trajectories[pair]
+        return list(zip(self.sample_days[track.first :], track.values, strict=False))
+
     def most_changed(self, count: int) -> list[str]:
         """NPC–player pairs (``"npc/player"``) whose disposition moved most over the run:
         the ``count // 2`` that rose most, then the rest that fell most."""
-        net = {pair: samples[-1][1] - samples[0][1] for pair, samples in self.trajectories.items()}
+        net = {pair: track.values[-1] - track.values[0] for pair, track in self.trajectories.items()}
         risen = sorted((p for p in net if net[p] > 0), key=lambda p: (-net[p], p))[: count // 2]
         fallen = sorted((p for p in net if net[p] < 0), key=lambda p: (net[p], p))
         return risen + fallen[: count - len(risen)]
@@ -240,7 +264,7 @@ class Story:
 
     def to_json(self) -> dict[str, Any]:
         """The story as plain data (for ``--json``)."""
-        data = asdict(self)
+        data = asdict(replace(self, trajectories={}))  # the few shown are added below
         for deed, raw in zip(self.deeds, data["deeds"], strict=True):
             raw["reach"], raw["farthest"] = deed.reach, deed.farthest
         data["days_told"] = [
@@ -248,7 +272,7 @@ class Story:
         ]
         data.pop("summary_lines")
         shown = self.most_changed(TRAJECTORIES_IN_JSON)
-        data["trajectories"] = {pair: self.trajectories[pair] for pair in shown}
+        data["trajectories"] = {pair: self.trajectory(pair) for pair in shown}
         return data
 
 
@@ -367,11 +391,17 @@ class Chronicle:
 
     def _sample(self) -> None:
         plugin = self.plugin
-        when = plugin.clock.now / SECONDS_PER_DAY
+        index, when = len(self.story.sample_days), plugin.clock.now / SECONDS_PER_DAY
+        self.story.sample_days.append(when)
         trajectories = self.story.trajectories
         for npc in plugin.npcs():
             for player, rel in plugin.npc(npc).relationships.by_player.items():
-                trajectories.setdefault(f"{npc}/{player}", []).append((when, rel.disposition))
+                pair = f"{npc}/{player}"
+                track = trajectories.get(pair)
+                if track is None:
+                    trajectories[pair] = Trajectory(index, array("f", [rel.disposition]))
+                else:
+                    track.follow(index, rel.disposition)
         for player in plugin.players():
             per_faction = self.story.reputation.setdefault(player, {})
             for faction in self._factions:
