@@ -65,3 +65,15 @@ def test_the_town_runs_at_its_default_size() -> None:
     assert story.deeds and story.summary["rumours_heard"] > 0
     assert set(story.tick_ms) >= {"GossipSystem", "DecaySystem", "ConsolidationSystem", "ExtractionSystem"}
     assert all(len(per_tick) == 24 for per_tick in story.tick_ms.values())
+
+
+def test_a_trajectory_keeps_its_samples_aligned_across_a_gap() -> None:
+    from array import array
+
+    from npc_memory.demo.story import Story, Trajectory
+
+    story = Story(headline="h", seed=1, first_day=1, days=1, styles={}, names={}, sample_days=[0.0, 0.25, 0.5, 0.75])
+    track = Trajectory(1, array("f", [0.5]))
+    track.follow(3, -0.25)  # sample 2 was missed: the pair was let go of, then met again
+    story.trajectories["n/p"] = track
+    assert story.trajectory("n/p") == [(0.25, 0.5), (0.5, 0.5), (0.75, -0.25)]
