@@ -1,0 +1,46 @@
+"""Access to the PostgreSQL server the PostgreSQL store's tests run against.
+
+``NPC_MEMORY_TEST_PG`` holds its URL (``eval "$(scripts/pg-test-server start)"`` starts
+a throwaway one and sets it, as ``.ci/run`` does); without it, or without psycopg, those
+tests skip. ``NPC_MEMORY_TEST_PG_DIR`` (set by the same script) lets tests restart it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "pg-test-server"
+
+
+def pg_url() -> str:
+    """The test server's URL; skips the calling test when there is none."""
+    url = os.environ.get("NPC_MEMORY_TEST_PG")
+    if not url:
+        pytest.skip(
+            "no PostgreSQL server: set NPC_MEMORY_TEST_PG "
+            '(eval "$(scripts/pg-test-server start)" starts one; .ci/run does)'
+        )
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg / psycopg-pool not installed: pip install -e '.[postgres]'")
+    return url
+
+
+def new_world() -> str:
+    """A world name no other test uses (tests share one database)."""
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+def restart_server() -> None:
+    """Restart the test server (every connection drops); skips without its directory."""
+    directory = os.environ.get("NPC_MEMORY_TEST_PG_DIR")
+    if not directory:
+        pytest.skip("NPC_MEMORY_TEST_PG_DIR is not set: the server cannot be restarted from here")
+    subprocess.run([str(SCRIPT), "restart", directory], check=True, capture_output=True, timeout=120)
