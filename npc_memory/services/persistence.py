@@ -51,6 +51,7 @@ from npc_memory.store import (
     JournalStore,
     NpcDocument,
     PlayerDocument,
+    SharedStore,
     Store,
     StoreMeta,
 )
@@ -198,10 +199,24 @@ class PersistenceService:
 
     def keep(self, handle: Handle) -> None:
         """``handle`` leaves the live world: keep its document as stored, to restore it
-        if its key is added again (and persist it with the next snapshot)."""
+        if its key is added again (and persist it with the next snapshot, which gives
+        it up to other game servers sharing the store)."""
         key = handle.identity.key
         self.state.stored[key] = document_of(handle, self.state.clock.now)
         self.state.mark(key)
+        if isinstance(self.store, SharedStore):
+            self.store.release_on_write(key)
+
+    def claim(self, key: str, kind: type[Document]) -> None:
+        """With a store shared by game servers: own ``key`` and take its document as
+        the store holds it now (another server may have changed it since loading)."""
+        if not isinstance(self.store, SharedStore):
+            return
+        document = self.store.claim(key, "npc" if kind is NpcDocument else "player")
+        if document is None:
+            self.state.stored.pop(key, None)
+        else:
+            self.state.stored[key] = document
 
     def forget(self, key: str, actor: str = "plugin") -> None:
         """Delete ``key``'s document, live or stored, from memory and the store."""

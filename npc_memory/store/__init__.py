@@ -5,7 +5,7 @@ backend; any object following the :class:`Store` protocol can take its place (on
 following :class:`JournalStore` also gets patches and one fsync per batch).
 """
 
-from npc_memory.store.base import JournalStore, Store, StoreContents
+from npc_memory.store.base import JournalStore, SharedStore, Store, StoreContents
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -29,6 +29,7 @@ __all__ = [
     "MsgspecStorage",
     "NpcDocument",
     "PlayerDocument",
+    "SharedStore",
     "Store",
     "StoreContents",
     "StoreMeta",

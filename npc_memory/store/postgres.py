@@ -8,7 +8,7 @@ Tables (created, and migrated, by the store; ``npc_memory_schema`` holds the ver
 
     npc_memory_documents  (world, kind, key) -> data JSONB, version, owner
     npc_memory_meta       (world, server)    -> data JSONB   (clock, random state, ...)
-    npc_memory_audit      id, world, data JSONB              (append-only)
+    npc_memory_audit      id, world, token, data JSONB       (append-only)
     npc_memory_sessions   id, world, server, last_write      (one row per open store)
 
 **Optimistic concurrency.** The store remembers the version of each document it read
@@ -100,6 +100,7 @@ _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS npc_memory_audit (
         id bigserial PRIMARY KEY,
         world text NOT NULL,
+        token uuid NOT NULL UNIQUE,
         data jsonb NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS npc_memory_audit_world ON npc_memory_audit (world, id)",
@@ -223,24 +224,25 @@ class PostgresStore:
         """Every document of the world (streamed from the server) and this server's
         metadata; remembers each document's version for the next writes."""
 
-        def load(conn: psycopg.Connection[Any]) -> StoreContents:
+        def load(conn: psycopg.Connection[Any]) -> tuple[StoreContents, dict[str, int]]:
             documents: dict[str, Document] = {}
             versions: dict[str, int] = {}
             with conn.cursor(name="npc_memory_load") as cursor:
                 cursor.itersize = FETCH_ROWS
                 cursor.execute(
                     "SELECT key, version, data::text FROM npc_memory_documents "
-                    "WHERE world = %s AND data IS NOT NULL",
-                    (self.world,),
+                    "WHERE world = %s AND (data IS NOT NULL OR owner = %s)",
+                    (self.world, self.session),
                 )
                 for key, version, data in cursor:
-                    documents[key] = self._decode(key, data)
                     versions[key] = version
-            return StoreContents(meta=self._read_meta(conn), documents=documents, lsns=versions)
+                    if data is not None:  # (else a key this session reserved)
+                        documents[key] = self._decode(key, data)
+            lsns = {key: versions[key] for key in documents}
+            return StoreContents(meta=self._read_meta(conn), documents=documents, lsns=lsns), versions
 
         with self._lock:
-            contents = self._run(load)
-            self._versions = dict(contents.lsns)
+            contents, self._versions = self._run(load)
         return contents
 
     def read_meta(self) -> StoreMeta | None:
@@ -341,11 +343,15 @@ class PostgresStore:
             self._run(lambda conn: self._put_meta(conn, meta))
 
     def append_audit(self, entry: AuditEntry) -> None:
-        """Append ``entry`` to the world's audit log."""
+        """Append ``entry`` to the world's audit log (once, also when a dropped
+        connection makes the append run again)."""
+        token = uuid.uuid4()
+        data = _encoder.encode(entry).decode("utf-8")
         self._run(
             lambda conn: conn.execute(
-                "INSERT INTO npc_memory_audit (world, data) VALUES (%s, %s::jsonb)",
-                (self.world, _encoder.encode(entry).decode("utf-8")),
+                "INSERT INTO npc_memory_audit (world, token, data) VALUES (%s, %s, %s::jsonb) "
+                "ON CONFLICT (token) DO NOTHING",
+                (self.world, token, data),
             )
         )
 
@@ -372,7 +378,7 @@ class PostgresStore:
                     return 0, None
                 stored_kind, version, data = row
                 if stored_kind != kind:
-                    raise StoreConflictError(key, f"is stored as a {stored_kind}, not a {kind}")
+                    raise StoreConflictError(key, f"is stored as a document of kind {stored_kind!r}, not {kind!r}")
                 return version, None if data is None else self._decode(key, data)
 
             version, document = self._run(claim)
@@ -408,12 +414,12 @@ class PostgresStore:
             try:
                 self._pool.open(wait=False)
                 with self._pool.connection(timeout=1.0) as conn:
-                    conn.execute(
-                        "DELETE FROM npc_memory_documents WHERE owner = %(me)s AND data IS NULL;"
-                        "UPDATE npc_memory_documents SET owner = NULL WHERE owner = %(me)s;"
-                        "DELETE FROM npc_memory_sessions WHERE id = %(me)s",
-                        {"me": self.session},
-                    )
+                    for statement in (
+                        "DELETE FROM npc_memory_documents WHERE owner = %s AND data IS NULL",
+                        "UPDATE npc_memory_documents SET owner = NULL WHERE owner = %s",
+                        "DELETE FROM npc_memory_sessions WHERE id = %s",
+                    ):
+                        conn.execute(statement, (self.session,))
             except (psycopg.Error, Exception) as exc:  # the dropped lock frees everything anyway
                 log.warning("closing %r: could not release its documents: %s", self, exc)
             if self._session_conn is not None:

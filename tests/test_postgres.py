@@ -1,0 +1,235 @@
+"""The PostgreSQL store against a real server: the plugin on it, optimistic
+concurrency, ownership of documents, dropped connections. (The store contract itself
+runs in test_store_contract.py; several processes in test_postgres_processes.py.)"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+import npc_memory
+from npc_memory.errors import StoreConflictError, StoreError, StoreOwnedError, StoreVersionError
+from npc_memory.store import AuditEntry, NpcDocument, SharedStore, StoreMeta, encode_document
+from npc_memory.store.postgres import STORE_SCHEMA, PostgresStore
+from tests.postgres import new_world, pg_url, restart_server
+from tests.test_store_contract import npc, player
+
+
+@pytest.fixture
+def url() -> str:
+    return pg_url()
+
+
+@pytest.fixture
+def world() -> str:
+    return new_world()
+
+
+@pytest.fixture
+def stores(url: str, world: str) -> Iterator[list[PostgresStore]]:
+    """Open stores on one world (two game servers), closed after the test."""
+    opened: list[PostgresStore] = []
+    yield opened
+    for store in opened:
+        store.close()
+
+
+def open_store(stores: list[PostgresStore], url: str, world: str, **options: object) -> PostgresStore:
+    store = PostgresStore(url, world=world, **options)  # type: ignore[arg-type]
+    stores.append(store)
+    return store
+
+
+def test_is_a_shared_store(stores: list[PostgresStore], url: str, world: str) -> None:
+    assert isinstance(open_store(stores, url, world), SharedStore)
+
+
+def test_plugin_round_trips_a_world_through_postgres(url: str, world: str) -> None:
+    plugin = npc_memory.install(world=world, store=url, seed=7)
+    try:
+        plugin.add_npc(key="hilda", archetype="blacksmith")
+        plugin.add_player(key="alice", consent=True)
+        plugin.remember("hilda", "alice", "alice paid for the sword in gold")
+        plugin.record_interaction("hilda", "alice")
+    finally:
+        npc_memory.uninstall(world)
+    plugin = npc_memory.install(world=world, store=url, seed=7)
+    try:
+        assert plugin.stored_npcs() == ["hilda"] and plugin.stored_players() == ["alice"]
+        plugin.add_npc(key="hilda")
+        plugin.add_player(key="alice")
+        assert [m.content for m in plugin.memories("hilda", "alice")] == ["alice paid for the sword in gold"]
+        assert plugin.relationship("hilda", "alice").interaction_count == 1
+    finally:
+        npc_memory.uninstall(world)
+
+
+def test_worlds_and_servers_are_kept_apart(stores: list[PostgresStore], url: str, world: str) -> None:
+    village = open_store(stores, url, world, server="north")
+    other = open_store(stores, url, new_world())
+    village.write([encode_document(npc("hilda"))], StoreMeta(world="village", clock=5.0))
+    assert other.load().documents == {} and other.read_meta() is None
+    south = open_store(stores, url, world, server="south")
+    contents = south.load()
+    assert list(contents.documents) == ["hilda"] and contents.meta is None  # metadata is per server
+    assert village.read_meta() == StoreMeta(world="village", clock=5.0)
+
+
+def test_a_write_over_a_newer_version_is_refused_naming_the_document(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    first = open_store(stores, url, world)
+    first.write([encode_document(npc("hilda", trust=0.1))])
+    first.close()
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    a.load()
+    b.load()
+    b.write([encode_document(npc("hilda", trust=0.9))])
+    b.close()  # b's ownership ends; its change stays
+    with pytest.raises(StoreConflictError, match="'hilda'.*at version 2 but this server read version 1") as caught:
+        a.write([encode_document(npc("hilda", trust=0.5)), encode_document(npc("brandt"))], StoreMeta(world="w"))
+    assert caught.value.key == "hilda"
+    check = open_store(stores, url, world)
+    contents = check.load()
+    assert contents.documents == {"hilda": npc("hilda", trust=0.9)}  # nothing of a's write applied
+    assert contents.meta is None
+
+
+def test_a_document_created_meanwhile_elsewhere_is_not_overwritten(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    a.load()
+    b.load()
+    b.write([encode_document(npc("hilda", trust=0.9))])
+    b.close()
+    with pytest.raises(StoreConflictError, match="another game server created it"):
+        a.write([encode_document(npc("hilda", trust=0.1))])
+
+
+def test_a_claimed_document_is_refused_to_other_servers_until_released(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    a.write([encode_document(npc("hilda", trust=0.2))])
+    assert a.claim("hilda", "npc") == npc("hilda", trust=0.2)
+    with pytest.raises(StoreOwnedError, match=rf"'hilda'.*owned by another game server \(session {a.session}\)"):
+        b.claim("hilda", "npc")
+    with pytest.raises(StoreOwnedError):
+        b.delete(["hilda"])
+    a.release_on_write("hilda")
+    a.write([encode_document(npc("hilda", trust=0.7))])  # the last write gives it up
+    assert a.owner_of("hilda") is None
+    assert b.claim("hilda", "npc") == npc("hilda", trust=0.7)  # read fresh, not as b loaded it
+    assert b.owner_of("hilda") == b.session
+    b.write([encode_document(npc("hilda", trust=0.8))])
+    with pytest.raises(StoreOwnedError):
+        a.claim("hilda", "npc")
+
+
+def test_claiming_a_new_key_reserves_it(stores: list[PostgresStore], url: str, world: str) -> None:
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    assert a.claim("newcomer", "npc") is None
+    with pytest.raises(StoreOwnedError):
+        b.claim("newcomer", "npc")
+    assert a.load().documents == {}  # a reservation is no document
+    a.write([encode_document(npc("newcomer"))])
+    assert list(b.load().documents) == ["newcomer"]
+    a.close()
+    with pytest.raises(StoreConflictError, match="stored as a document of kind 'npc', not 'player'"):
+        open_store(stores, url, world).claim("newcomer", "player")
+
+
+def test_closing_gives_up_ownership_and_reservations(stores: list[PostgresStore], url: str, world: str) -> None:
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    a.write([encode_document(npc("hilda")), encode_document(player("alice"))])
+    a.claim("reserved", "npc")
+    a.close()
+    assert b.claim("hilda", "npc") == npc("hilda") and b.claim("alice", "player") == player("alice")
+    assert b.claim("reserved", "npc") is None
+
+
+def test_a_dead_connection_owns_nothing(stores: list[PostgresStore], url: str, world: str) -> None:
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    a.write([encode_document(npc("hilda"))])
+    with psycopg.connect(url, autocommit=True) as admin:  # the server ends a's session lock
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s "
+            "AND objsubid = 2",
+            (a.session,),
+        )
+    assert b.owner_of("hilda") is None
+    assert b.claim("hilda", "npc") == npc("hilda")
+    with pytest.raises(StoreOwnedError):  # a reconnects, but b owns hilda now
+        a.write([encode_document(npc("hilda", trust=0.0))])
+
+
+def test_writes_survive_a_server_restart_without_loss_or_duplicates(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    store = open_store(stores, url, world)
+    rounds, restarted = 120, threading.Event()
+
+    def restart() -> None:
+        restart_server()
+        restarted.set()
+
+    store.write([encode_document(npc("hilda", memories=0))])
+    restarter = threading.Thread(target=restart)
+    for n in range(1, rounds + 1):
+        if n == 10:
+            restarter.start()
+        store.write([encode_document(npc("hilda", memories=n % 7, trust=n / rounds))], StoreMeta(world="w", snapshots=n))
+        store.append_audit(AuditEntry(action="round", target="hilda", details={"n": n}))
+    restarter.join()
+    assert restarted.is_set()
+    check = open_store(stores, url, world)
+    contents = check.load()
+    assert contents.documents["hilda"] == npc("hilda", memories=rounds % 7, trust=1.0)
+    assert contents.lsns["hilda"] == rounds + 1  # one version per write: none repeated
+    assert contents.meta is not None and contents.meta.snapshots == rounds
+    assert [e.details["n"] for e in check.audit()] == list(range(1, rounds + 1))
+
+
+def test_an_unreachable_database_is_a_clear_store_error(world: str) -> None:
+    pg_url()
+    with pytest.raises(StoreError, match="cannot connect to the PostgreSQL store"):
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none", world=world, timeout=1.0)
+
+
+def test_a_newer_table_schema_is_refused(stores: list[PostgresStore], url: str, world: str) -> None:
+    open_store(stores, url, world)
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("UPDATE npc_memory_schema SET version = %s", (STORE_SCHEMA + 1,))
+        try:
+            with pytest.raises(StoreVersionError, match="newer than this npc-memory understands"):
+                PostgresStore(url, world=world)
+        finally:
+            admin.execute("UPDATE npc_memory_schema SET version = %s", (STORE_SCHEMA,))
+
+
+def test_documents_of_an_older_schema_are_migrated_on_load(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    store = open_store(stores, url, world)
+    store.write([encode_document(npc("hilda"))])
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(
+            "UPDATE npc_memory_documents SET data = jsonb_set(data - 'v', '{relationships,by_player,alice}', "
+            "(data #> '{relationships,by_player,alice}') - 'active_thresholds') WHERE world = %s",
+            (world,),
+        )
+    loaded = open_store(stores, url, world).load().documents["hilda"]
+    assert isinstance(loaded, NpcDocument) and loaded == npc("hilda")
+
+
+def test_a_damaged_document_names_itself(stores: list[PostgresStore], url: str, world: str) -> None:
+    store = open_store(stores, url, world)
+    store.write([encode_document(npc("hilda"))])
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("UPDATE npc_memory_documents SET data = '{\"kind\": \"npc\", \"v\": 2}' WHERE world = %s", (world,))
+    with pytest.raises(StoreError, match=rf"world '{world}' document 'hilda'"):
+        open_store(stores, url, world).load()
