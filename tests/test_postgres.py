@@ -89,8 +89,12 @@ def test_a_write_over_a_newer_version_is_refused_naming_the_document(
     b.load()
     b.write([encode_document(npc("hilda", trust=0.9))])
     b.close()  # b's ownership ends; its change stays
-    with pytest.raises(StoreConflictError, match="'hilda'.*at version 2 but this server read version 1") as caught:
-        a.write([encode_document(npc("hilda", trust=0.5)), encode_document(npc("brandt"))], StoreMeta(world="w"))
+    with pytest.raises(
+        StoreConflictError, match=r"'hilda'.*at version 2 but this server read version 1"
+    ) as caught:
+        a.write(
+            [encode_document(npc("hilda", trust=0.5)), encode_document(npc("brandt"))], StoreMeta(world="w")
+        )
     assert caught.value.key == "hilda"
     check = open_store(stores, url, world)
     contents = check.load()
@@ -116,7 +120,9 @@ def test_a_claimed_document_is_refused_to_other_servers_until_released(
     a, b = open_store(stores, url, world), open_store(stores, url, world)
     a.write([encode_document(npc("hilda", trust=0.2))])
     assert a.claim("hilda", "npc") == npc("hilda", trust=0.2)
-    with pytest.raises(StoreOwnedError, match=rf"'hilda'.*owned by another game server \(session {a.session}\)"):
+    with pytest.raises(
+        StoreOwnedError, match=rf"'hilda'.*owned by another game server \(session {a.session}\)"
+    ):
         b.claim("hilda", "npc")
     with pytest.raises(StoreOwnedError):
         b.delete(["hilda"])
@@ -143,7 +149,9 @@ def test_claiming_a_new_key_reserves_it(stores: list[PostgresStore], url: str, w
         open_store(stores, url, world).claim("newcomer", "player")
 
 
-def test_closing_gives_up_ownership_and_reservations(stores: list[PostgresStore], url: str, world: str) -> None:
+def test_closing_gives_up_ownership_and_reservations(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
     a, b = open_store(stores, url, world), open_store(stores, url, world)
     a.write([encode_document(npc("hilda")), encode_document(player("alice"))])
     a.claim("reserved", "npc")
@@ -182,7 +190,10 @@ def test_writes_survive_a_server_restart_without_loss_or_duplicates(
     for n in range(1, rounds + 1):
         if n == 10:
             restarter.start()
-        store.write([encode_document(npc("hilda", memories=n % 7, trust=n / rounds))], StoreMeta(world="w", snapshots=n))
+        store.write(
+            [encode_document(npc("hilda", memories=n % 7, trust=n / rounds))],
+            StoreMeta(world="w", snapshots=n),
+        )
         store.append_audit(AuditEntry(action="round", target="hilda", details={"n": n}))
     restarter.join()
     assert restarted.is_set()
@@ -230,6 +241,8 @@ def test_a_damaged_document_names_itself(stores: list[PostgresStore], url: str, 
     store = open_store(stores, url, world)
     store.write([encode_document(npc("hilda"))])
     with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute("UPDATE npc_memory_documents SET data = '{\"kind\": \"npc\", \"v\": 2}' WHERE world = %s", (world,))
+        admin.execute(
+            'UPDATE npc_memory_documents SET data = \'{"kind": "npc", "v": 2}\' WHERE world = %s', (world,)
+        )
     with pytest.raises(StoreError, match=rf"world '{world}' document 'hilda'"):
         open_store(stores, url, world).load()

@@ -378,7 +378,9 @@ class PostgresStore:
                     return 0, None
                 stored_kind, version, data = row
                 if stored_kind != kind:
-                    raise StoreConflictError(key, f"is stored as a document of kind {stored_kind!r}, not {kind!r}")
+                    raise StoreConflictError(
+                        key, f"is stored as a document of kind {stored_kind!r}, not {kind!r}"
+                    )
                 return version, None if data is None else self._decode(key, data)
 
             version, document = self._run(claim)
