@@ -24,6 +24,7 @@ from npc_memory.rules.validation import check_flag, check_positive
 from npc_memory.state import ErrorPolicy, EventBus, EventQueue, Registry, WorldState
 from npc_memory.store import MigrationContext, Store, TinyDBStore
 from npc_memory.store.documents import unpack_rng_state
+from npc_memory.store.transfer import is_url
 from npc_memory.systems import DEFAULT_FIXED_STEP, PRIORITY_BASE, DtSource, first_positional, keyword
 
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ def _checked_llm(llm: AnthropicExtractor | None) -> AnthropicExtractor | None:
 def _open_store(store: str | os.PathLike[str] | Store | None, pack: Pack, world: str) -> Store | None:
     if store is None:
         return None
-    if isinstance(store, str) and store.startswith(("postgresql://", "postgres://")):
+    if isinstance(store, str) and is_url(store):
         from npc_memory.store.postgres import PostgresStore  # needs the optional 'postgres' extra
 
         migration = MigrationContext(thresholds=pack.relationships.thresholds)

@@ -88,7 +88,7 @@ def test_an_npc_is_handed_from_one_server_process_to_another(url: str, world: st
     with running("handover", url, world) as a:
         expect(a, "ok")  # a added hilda and saved
         b = npc_memory.install(world=world, store=url, seed=2)  # b loads hilda as she is now
-        with pytest.raises(StoreOwnedError, match="'hilda'.*owned by another game server"):
+        with pytest.raises(StoreOwnedError, match=r"'hilda'.*owned by another game server"):
             b.add_npc(key="hilda")
         assert b.npcs() == []  # nothing half-added
         command(a, "remember the bellows need mending")  # after b loaded: b's copy is stale

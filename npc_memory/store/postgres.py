@@ -153,11 +153,6 @@ _audit_decoder = msgspec.json.Decoder(AuditEntry)
 _encoder = msgspec.json.Encoder()
 
 
-def is_postgres_url(target: object) -> bool:
-    """Whether ``target`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
-    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
-
-
 class PostgresStore:
     """World ``world`` in the PostgreSQL database at ``url``.
 
@@ -216,7 +211,7 @@ class PostgresStore:
             raise
 
     def __repr__(self) -> str:
-        return f"PostgresStore({_redacted(self.url)!r}, world={self.world!r})"
+        return f"PostgresStore({redacted(self.url)!r}, world={self.world!r})"
 
     # ------------------------------------------------------------------ reading
 
@@ -609,10 +604,10 @@ class PostgresStore:
             raise StoreCorruptError(f"{self!r} {what}", f"unexpected content: {exc}") from exc
 
     def _where(self, key: str) -> str:
-        return f"{_redacted(self.url)} world {self.world!r} document {key!r}"
+        return f"{redacted(self.url)} world {self.world!r} document {key!r}"
 
 
-def _redacted(url: str) -> str:
+def redacted(url: str) -> str:
     """``url`` without its password."""
     with contextlib.suppress(Exception):
         info = psycopg.conninfo.conninfo_to_dict(url)
@@ -621,4 +616,4 @@ def _redacted(url: str) -> str:
     return url
 
 
-__all__ = ["PostgresStore", "is_postgres_url"]
+__all__ = ["PostgresStore", "redacted"]
