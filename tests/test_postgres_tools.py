@@ -23,7 +23,10 @@ def url() -> str:
 
 
 def test_migrate_tinydb_to_postgres_and_back_keeps_everything(
-    world_db: Path, url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]  # noqa: F811
+    world_db: Path,
+    url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],  # noqa: F811
 ) -> None:
     world = new_world()
     assert main(["migrate", "--from", str(world_db), "--to", url, "--world", world]) == 0
@@ -51,12 +54,16 @@ def test_migrate_takes_the_world_name_from_the_source(world_db: Path, url: str) 
         store.close()
     report = migrate_store(world_db, url)
     assert (report.world, report.documents) == ("w", 4)
-    with pytest.raises(StoreError, match="already holds world 'w' \\(4 documents\\); migrate copies into an empty"):
+    with pytest.raises(
+        StoreError, match="already holds world 'w' \\(4 documents\\); migrate copies into an empty"
+    ):
         migrate_store(world_db, url)
 
 
 def test_migrate_refuses_a_target_holding_the_world(
-    world_db: Path, url: str, capsys: pytest.CaptureFixture[str]  # noqa: F811
+    world_db: Path,
+    url: str,
+    capsys: pytest.CaptureFixture[str],  # noqa: F811
 ) -> None:
     world = new_world()
     migrate_store(world_db, url, world=world)
