@@ -9,8 +9,6 @@ Under ``--benchmark-disable`` (CI's smoke run) the worlds are scaled down.
 from __future__ import annotations
 
 import itertools
-import os
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,23 +17,16 @@ import pytest
 from benchmarks.test_bench_store import BusyWorld, million, scale  # noqa: F401  (million: a fixture)
 from npc_memory.store import NpcDocument, encode_document
 
-psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL store needs the 'postgres' extra")
-from npc_memory.store.postgres import PostgresStore  # noqa: E402
+pytest.importorskip("psycopg", reason="the PostgreSQL store needs the 'postgres' extra")
+from npc_memory.store.postgres import PostgresStore
+from tests.postgres import fresh_database, pg_url
 
 
 @pytest.fixture
 def database() -> Iterator[str]:
     """The URL of a new, empty database (dropped afterwards)."""
-    url = os.environ.get("NPC_MEMORY_TEST_PG")
-    if not url:
-        pytest.skip('no PostgreSQL server: set NPC_MEMORY_TEST_PG (eval "$(scripts/pg-test-server start)")')
-    name = f"bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    info = psycopg.conninfo.conninfo_to_dict(url)
-    yield psycopg.conninfo.make_conninfo(**{**info, "dbname": name})
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    with fresh_database(pg_url()) as url:
+        yield url
 
 
 @pytest.mark.parametrize("world_size", [1_000, 10_000])
@@ -52,7 +43,9 @@ def test_pg_save_with_10_dirty_npcs_after_a_busy_load(
 
     def dirty_ten() -> None:
         for _ in range(10):
-            world.plugin.remember(world.npcs[(next(counter) * 7919) % n], "pc0000", "Alice haggled", tags=["trade"])
+            world.plugin.remember(
+                world.npcs[(next(counter) * 7919) % n], "pc0000", "Alice haggled", tags=["trade"]
+            )
 
     benchmark.pedantic(world.plugin.save, setup=dirty_ten, rounds=scale(benchmark, 30, 2), iterations=1)
 

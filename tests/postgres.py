@@ -7,9 +7,12 @@ tests skip. ``NPC_MEMORY_TEST_PG_DIR`` (set by the same script) lets tests resta
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import urllib.parse
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,3 +47,18 @@ def restart_server() -> None:
     if not directory:
         pytest.skip("NPC_MEMORY_TEST_PG_DIR is not set: the server cannot be restarted from here")
     subprocess.run([str(SCRIPT), "restart", directory], check=True, capture_output=True, timeout=120)
+
+
+@contextlib.contextmanager
+def fresh_database(url: str) -> Iterator[str]:
+    """The URL of a new, empty database on the server of ``url`` (dropped afterwards)."""
+    import psycopg
+
+    name = f"npc_memory_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield urllib.parse.urlsplit(url)._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")

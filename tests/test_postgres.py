@@ -4,8 +4,11 @@ runs in test_store_contract.py; several processes in test_postgres_processes.py.
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -14,7 +17,7 @@ import npc_memory
 from npc_memory.errors import StoreConflictError, StoreError, StoreOwnedError, StoreVersionError
 from npc_memory.store import AuditEntry, NpcDocument, SharedStore, StoreMeta, encode_document
 from npc_memory.store.postgres import STORE_SCHEMA, PostgresStore
-from tests.postgres import new_world, pg_url, restart_server
+from tests.postgres import fresh_database, new_world, pg_url, restart_server
 from tests.test_store_contract import npc, player
 
 
@@ -65,6 +68,23 @@ def test_plugin_round_trips_a_world_through_postgres(url: str, world: str) -> No
         assert plugin.relationship("hilda", "alice").interaction_count == 1
     finally:
         npc_memory.uninstall(world)
+
+
+def test_the_readme_example_runs_as_written(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    match = re.search(r"## Running on PostgreSQL\n.*?```python\n(.*?)```", readme, re.S)
+    assert match, "README has no PostgreSQL example"
+    with fresh_database(url) as database:
+        monkeypatch.setenv("NPC_MEMORY_TEST_PG", database)
+        exec(compile(match.group(1), "README.md PostgreSQL", "exec"), {"os": os, "npc_memory": npc_memory})
+        store = PostgresStore(database, world="village")
+        try:
+            hilda = store.load().documents["hilda"]
+            assert isinstance(hilda, NpcDocument)
+            assert [m.content for m in hilda.bank.world.episodic] == ["the well ran dry"]
+            assert store.owner_of("hilda") is None
+        finally:
+            store.close()
 
 
 def test_worlds_and_servers_are_kept_apart(stores: list[PostgresStore], url: str, world: str) -> None:

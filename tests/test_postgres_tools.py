@@ -10,11 +10,12 @@ import pytest
 import npc_memory
 from npc_memory.cli import main
 from npc_memory.errors import StoreError
-from npc_memory.store.postgres import PostgresStore
 from npc_memory.store.tools import export_store, import_store
 from npc_memory.store.transfer import migrate_store
-from tests.postgres import new_world, pg_url
-from tests.test_store_tools import world_db  # noqa: F401  (a fixture: a saved TinyDB world "w")
+from tests import test_store_tools
+from tests.postgres import fresh_database, new_world, pg_url
+
+world_db = test_store_tools.world_db  # a fixture: a saved TinyDB world "w"
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def test_migrate_tinydb_to_postgres_and_back_keeps_everything(
     world_db: Path,
     url: str,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     world = new_world()
     assert main(["migrate", "--from", str(world_db), "--to", url, "--world", world]) == 0
@@ -46,24 +47,20 @@ def test_migrate_tinydb_to_postgres_and_back_keeps_everything(
         npc_memory.uninstall(world)
 
 
-def test_migrate_takes_the_world_name_from_the_source(world_db: Path, url: str) -> None:  # noqa: F811
-    store = PostgresStore(url, world="w")
-    try:  # the fixture's world is "w": start from nothing there
-        store.delete(store.keys())
-    finally:
-        store.close()
-    report = migrate_store(world_db, url)
-    assert (report.world, report.documents) == ("w", 4)
-    with pytest.raises(
-        StoreError, match="already holds world 'w' \\(4 documents\\); migrate copies into an empty"
-    ):
-        migrate_store(world_db, url)
+def test_migrate_takes_the_world_name_from_the_source(world_db: Path, url: str) -> None:
+    with fresh_database(url) as database:
+        report = migrate_store(world_db, database)
+        assert (report.world, report.documents) == ("w", 4)
+        with pytest.raises(
+            StoreError, match=r"already holds world 'w' \(4 documents\); migrate copies into an empty"
+        ):
+            migrate_store(world_db, database)
 
 
 def test_migrate_refuses_a_target_holding_the_world(
     world_db: Path,
     url: str,
-    capsys: pytest.CaptureFixture[str],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     world = new_world()
     migrate_store(world_db, url, world=world)
@@ -71,7 +68,7 @@ def test_migrate_refuses_a_target_holding_the_world(
     assert "npc-memory migrate:" in capsys.readouterr().err
 
 
-def test_export_and_import_a_postgres_world(world_db: Path, url: str) -> None:  # noqa: F811
+def test_export_and_import_a_postgres_world(world_db: Path, url: str) -> None:
     world = new_world()
     data = export_store(world_db)
     assert import_store(url, data, world=world, source="x.json") == 4
