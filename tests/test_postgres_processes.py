@@ -20,7 +20,6 @@ from npc_memory.store import NpcDocument
 from npc_memory.store.postgres import PostgresStore
 from tests.postgres import new_world, pg_url
 
-CHILD = Path(__file__).with_name("pg_child.py")
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20
 
@@ -29,7 +28,7 @@ KILLS = 20
 def running(mode: str, url: str, world: str) -> Iterator[subprocess.Popen[str]]:
     """A child process; SIGKILLed on leaving if still running, its pipes closed."""
     child = subprocess.Popen(
-        [sys.executable, str(CHILD), mode, url, world],
+        [sys.executable, "-m", "tests.pg_child", mode, url, world],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

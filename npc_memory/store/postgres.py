@@ -35,6 +35,7 @@ retry neither loses nor repeats it.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import threading
 import time
@@ -61,6 +62,7 @@ from npc_memory.store.documents import (
 )
 from npc_memory.store.migrations import MigrationContext, migrate_document
 from npc_memory.store.records import document_decoder
+from npc_memory.store.tinydb_store import collector_paused
 
 try:
     import psycopg
@@ -76,8 +78,10 @@ STORE_SCHEMA = 1
 """Version of the tables below (``npc_memory_schema``); a newer one is refused."""
 LOCK_SPACE = 0x4E50434D
 """First key of every advisory lock the store takes ("NPCM"); the second is the session id."""
-FETCH_ROWS = 2000
+FETCH_ROWS = 256
 """Rows fetched per round trip while loading."""
+SESSION_CHECK = 1.0
+"""Seconds between two checks that the session's lock connection is alive."""
 
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS npc_memory_schema (version integer NOT NULL)",
@@ -121,21 +125,19 @@ _LIVE = f"""(SELECT coalesce(array_agg(objid::bigint), '{{}}') FROM pg_locks
 _FREE = "(d.owner IS NULL OR d.owner = %(me)s OR NOT d.owner = ANY(live.ids))"
 """A row this session may change: unowned, its own, or owned by a dead session."""
 
-_UPDATE = f"""WITH live AS (SELECT {_LIVE} AS ids)
-UPDATE npc_memory_documents d
-SET data = u.data::jsonb, kind = u.kind, version = d.version + 1,
-    owner = CASE WHEN u.release THEN NULL ELSE %(me)s END
-FROM live, unnest(%(keys)s::text[], %(kinds)s::text[], %(data)s::text[], %(versions)s::bigint[],
-                  %(releases)s::boolean[]) AS u(key, kind, data, expected, release)
-WHERE d.world = %(world)s AND d.key = u.key AND d.version = u.expected AND {_FREE}
+_UPDATE = """UPDATE npc_memory_documents d
+SET data = %(data)s::jsonb, kind = %(kind)s, version = d.version + 1,
+    owner = CASE WHEN %(release)s THEN NULL ELSE %(me)s END
+WHERE d.world = %(world)s AND d.key = %(key)s AND d.version = %(expected)s
+    AND (d.owner IS NULL OR d.owner = %(me)s OR NOT d.owner = ANY(%(live)s::bigint[]))
 RETURNING d.key, d.version"""
+"""One document's update, at the version this session read and only where it may
+change the row (``live``: the sessions alive, read once per transaction)."""
 
 _INSERT = """INSERT INTO npc_memory_documents (world, kind, key, version, owner, data)
-SELECT %(world)s, u.kind, u.key, 1, CASE WHEN u.release THEN NULL ELSE %(me)s END, u.data::jsonb
-FROM unnest(%(keys)s::text[], %(kinds)s::text[], %(data)s::text[], %(releases)s::boolean[])
-    AS u(key, kind, data, release)
+VALUES (%(world)s, %(kind)s, %(key)s, 1, CASE WHEN %(release)s THEN NULL ELSE %(me)s END, %(data)s::jsonb)
 ON CONFLICT DO NOTHING
-RETURNING key"""
+RETURNING key, version"""
 
 _DELETE = f"""WITH live AS (SELECT {_LIVE} AS ids)
 DELETE FROM npc_memory_documents d USING live
@@ -188,6 +190,7 @@ class PostgresStore:
         self._closed = False
         self._session_conn: psycopg.Connection[Any] | None = None
         self._session_ok = False
+        self._checked = 0.0
         self.session = 0
         try:
             self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
@@ -205,7 +208,7 @@ class PostgresStore:
         try:
             self._run(self._create_schema)
             self.session = self._run(self._new_session)
-            self._open_session()
+            self._run(lambda _: None)  # takes the session's lock
         except BaseException:
             self._pool.close()
             raise
@@ -222,7 +225,7 @@ class PostgresStore:
         def load(conn: psycopg.Connection[Any]) -> tuple[StoreContents, dict[str, int]]:
             documents: dict[str, Document] = {}
             versions: dict[str, int] = {}
-            with conn.cursor(name="npc_memory_load") as cursor:
+            with conn.cursor(name="npc_memory_load") as cursor, collector_paused():
                 cursor.itersize = FETCH_ROWS
                 cursor.execute(
                     "SELECT key, version, data::text FROM npc_memory_documents "
@@ -238,6 +241,7 @@ class PostgresStore:
 
         with self._lock:
             contents, self._versions = self._run(load)
+        gc.freeze()  # loaded state is long-lived: keep it out of future collections
         return contents
 
     def read_meta(self) -> StoreMeta | None:
@@ -290,12 +294,10 @@ class PostgresStore:
                 if attempt > 1 and self._committed(conn, token):
                     return {d.key: self._versions[d.key] + 1 for d in known} | {d.key: 1 for d in new}
                 written: dict[str, int] = {}
-                if known:
-                    rows = conn.execute(_UPDATE, self._rows(known, releases, with_versions=True)).fetchall()
-                    written.update(rows)
-                if new:
-                    rows = conn.execute(_INSERT, self._rows(new, releases, with_versions=False)).fetchall()
-                    written.update((key, 1) for (key,) in rows)
+                live = self._live(conn) if known else []
+                for statement, batch in ((_UPDATE, known), (_INSERT, new)):
+                    if batch:  # one statement per document, pipelined: no giant array parameters
+                        written.update(self._each(conn, statement, self._rows(batch, releases, live)))
                 missing = [d.key for d in (*known, *new) if d.key not in written]
                 if missing:
                     raise self._conflict(conn, missing[0], "write")
@@ -409,7 +411,6 @@ class PostgresStore:
                 return
             self._closed = True
             try:
-                self._pool.open(wait=False)
                 with self._pool.connection(timeout=1.0) as conn:
                     for statement in (
                         "DELETE FROM npc_memory_documents WHERE owner = %s AND data IS NULL",
@@ -433,7 +434,8 @@ class PostgresStore:
         delay = 0.05
         for attempt in range(self.retries + 1):
             try:
-                self._check_session()
+                with self._lock:
+                    self._check_session()
                 with self._pool.connection() as conn, conn.transaction():
                     return operation(conn)
             except (psycopg.OperationalError, psycopg.errors.AdminShutdown, TimeoutError) as exc:
@@ -488,18 +490,25 @@ class PostgresStore:
         self._session_ok = True
 
     def _check_session(self) -> None:
+        """Make sure the session's lock is held: its connection is pinged at most every
+        ``SESSION_CHECK`` seconds (and after any failed operation), and reopened, taking
+        the lock again, when it is gone (a restarted server). Meanwhile other sessions
+        may have claimed this one's documents; its writes then fail as conflicts."""
         if not self.session:  # the session is being set up
             return
-        if self._session_ok and self._session_conn is not None and not self._session_conn.closed:
+        now = time.monotonic()
+        conn = self._session_conn
+        if self._session_ok and conn is not None and not conn.closed and now - self._checked < SESSION_CHECK:
             return
-        if self._session_conn is not None and not self._session_conn.closed:
+        if conn is not None and not conn.closed:
             try:
-                self._session_conn.execute("SELECT 1")
-                self._session_ok = True
-                return
+                conn.execute("SELECT 1")
             except psycopg.Error:
-                pass
-        self._open_session()
+                self._open_session()
+        else:
+            self._open_session()
+        self._session_ok = True
+        self._checked = now
 
     def _committed(self, conn: psycopg.Connection[Any], token: uuid.UUID) -> bool:
         row = conn.execute(
@@ -508,19 +517,38 @@ class PostgresStore:
         return row is not None and row[0] == token
 
     def _rows(
-        self, documents: Sequence[EncodedDocument], releases: set[str], *, with_versions: bool
-    ) -> dict[str, Any]:
-        args: dict[str, Any] = {
-            "world": self.world,
-            "me": self.session,
-            "keys": [d.key for d in documents],
-            "kinds": [d.kind for d in documents],
-            "data": [d.data.decode("utf-8") for d in documents],
-            "releases": [d.key in releases for d in documents],
-        }
-        if with_versions:
-            args["versions"] = [self._versions[d.key] for d in documents]
-        return args
+        self, documents: Sequence[EncodedDocument], releases: set[str], live: list[int]
+    ) -> list[dict[str, Any]]:
+        shared = {"world": self.world, "me": self.session, "live": live}
+        return [
+            {
+                **shared,
+                "key": d.key,
+                "kind": d.kind,
+                "data": d.data.decode("utf-8"),
+                "release": d.key in releases,
+                "expected": self._versions.get(d.key, 0),
+            }
+            for d in documents
+        ]
+
+    @staticmethod
+    def _each(conn: psycopg.Connection[Any], statement: str, rows: list[dict[str, Any]]) -> dict[str, int]:
+        """``statement`` for each of ``rows`` (pipelined); the ``(key, version)`` each returned."""
+        returned: dict[str, int] = {}
+        with conn.cursor() as cursor:
+            cursor.executemany(statement, rows, returning=True)
+            while True:
+                for key, version in cursor.fetchall():
+                    returned[key] = version
+                if not cursor.nextset():
+                    return returned
+
+    @staticmethod
+    def _live(conn: psycopg.Connection[Any]) -> list[int]:
+        """The sessions alive now."""
+        row = conn.execute(f"SELECT {_LIVE}").fetchone()
+        return [] if row is None else list(row[0])
 
     def _row(self, conn: psycopg.Connection[Any], key: str) -> tuple[int, int | None, bool, bool] | None:
         """``(version, owner, owner alive, has data)`` of ``key``'s row."""

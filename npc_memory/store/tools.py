@@ -26,7 +26,7 @@ from npc_memory.store.documents import (
 from npc_memory.store.files import previous_of, write_atomic
 from npc_memory.store.migrations import MigrationContext, migrate_document
 from npc_memory.store.tinydb_store import TinyDBStore, store_files
-from npc_memory.store.transfer import describe, open_store
+from npc_memory.store.transfer import describe, open_store, read_store
 
 EXPORT_FORMAT = "npc-memory-export"
 
@@ -191,12 +191,7 @@ def repair_store(path: str | os.PathLike[str]) -> RepairReport:
 
 def inspect_store(path: str | os.PathLike[str], npc: str | None = None) -> str:
     """A readable summary of the store, or of one NPC's memories and relationships."""
-    store = TinyDBStore(path, create=False, checkpoint_on_close=False)
-    try:
-        contents = store.load()
-        audit = store.audit()
-    finally:
-        store.close()
+    contents, audit = read_store(path)
     meta = contents.meta or StoreMeta()
     lines = [
         f"store {path}: world {meta.world!r}, pack {meta.pack!r}, schema {meta.schema_version}, "

@@ -9,7 +9,7 @@ import os
 import msgspec
 
 from npc_memory.errors import StoreError
-from npc_memory.store.base import Store
+from npc_memory.store.base import Store, StoreContents
 from npc_memory.store.documents import AuditEntry, encode_document
 from npc_memory.store.tinydb_store import TinyDBStore
 
@@ -30,6 +30,17 @@ def open_store(target: str | os.PathLike[str], *, world: str | None = None, crea
 
         return PostgresStore(str(target), world=world or DEFAULT_WORLD)
     return TinyDBStore(target, create=create, checkpoint_on_close=create)
+
+
+def read_store(
+    target: str | os.PathLike[str], *, world: str | None = None
+) -> tuple[StoreContents, list[AuditEntry]]:
+    """Everything the store at ``target`` holds, and its audit log; the store is only read."""
+    store = open_store(target, world=world, create=False)
+    try:
+        return store.load(), store.audit()
+    finally:
+        store.close()
 
 
 def describe(target: str | os.PathLike[str]) -> str:
@@ -57,12 +68,7 @@ def migrate_store(
     and an entry recording the copy. ``world`` names the world in a PostgreSQL store
     (default: the world the source's metadata names). The target must hold no
     documents; the source is only read."""
-    reader = open_store(source, world=world, create=False)
-    try:
-        contents = reader.load()
-        entries = reader.audit()
-    finally:
-        reader.close()
+    contents, entries = read_store(source, world=world)
     named = contents.meta.world if contents.meta is not None else ""
     name = world or named or DEFAULT_WORLD
     writer = open_store(target, world=name)
