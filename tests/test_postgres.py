@@ -16,7 +16,7 @@ import pytest
 import npc_memory
 from npc_memory.errors import StoreConflictError, StoreError, StoreOwnedError, StoreVersionError
 from npc_memory.store import AuditEntry, NpcDocument, SharedStore, StoreMeta, encode_document
-from npc_memory.store.postgres import STORE_SCHEMA, PostgresStore
+from npc_memory.store.postgres import STORE_SCHEMA, UPGRADES, PostgresStore
 from tests.postgres import fresh_database, new_world, pg_url, restart_server
 from tests.test_store_contract import npc, player
 
@@ -240,6 +240,19 @@ def test_a_newer_table_schema_is_refused(stores: list[PostgresStore], url: str, 
                 PostgresStore(url, world=world)
         finally:
             admin.execute("UPDATE npc_memory_schema SET version = %s", (STORE_SCHEMA,))
+
+
+def test_an_older_table_schema_is_upgraded_on_open(url: str, world: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with fresh_database(url) as database:
+        PostgresStore(database, world=world).close()
+        monkeypatch.setitem(UPGRADES, 0, ["ALTER TABLE npc_memory_documents ADD COLUMN note text"])
+        with psycopg.connect(database, autocommit=True) as admin:
+            admin.execute("UPDATE npc_memory_schema SET version = 0")
+            store = PostgresStore(database, world=world)
+            store.write([encode_document(npc("hilda"))])
+            store.close()
+            assert admin.execute("SELECT version FROM npc_memory_schema").fetchall() == [(STORE_SCHEMA,)]
+            assert admin.execute("SELECT key, note FROM npc_memory_documents").fetchall() == [("hilda", None)]
 
 
 def test_documents_of_an_older_schema_are_migrated_on_load(

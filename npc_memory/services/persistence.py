@@ -138,6 +138,8 @@ class PersistenceService:
     ) -> None:
         self.state = state
         self.store = store
+        self.shared = store if isinstance(store, SharedStore) else None
+        """The store again where game servers share it (they claim what they add)."""
         self.pending = pending
         self.snapshots = snapshots
         """Snapshot rounds numbered over the store's life (the last one started)."""
@@ -204,15 +206,15 @@ class PersistenceService:
         key = handle.identity.key
         self.state.stored[key] = document_of(handle, self.state.clock.now)
         self.state.mark(key)
-        if isinstance(self.store, SharedStore):
-            self.store.release_on_write(key)
+        if self.shared is not None:
+            self.shared.release_on_write(key)
 
     def claim(self, key: str, kind: type[Document]) -> None:
         """With a store shared by game servers: own ``key`` and take its document as
         the store holds it now (another server may have changed it since loading)."""
-        if not isinstance(self.store, SharedStore):
+        if self.shared is None:
             return
-        document = self.store.claim(key, "npc" if kind is NpcDocument else "player")
+        document = self.shared.claim(key, "npc" if kind is NpcDocument else "player")
         if document is None:
             self.state.stored.pop(key, None)
         else:

@@ -117,6 +117,10 @@ _SCHEMA = [
     )""",
 ]
 
+UPGRADES: dict[int, list[str]] = {}
+"""``UPGRADES[n]``: the statements that turn table schema n into n + 1 (run in order,
+in one transaction, when a store opens an older database)."""
+
 _LIVE = f"""(SELECT coalesce(array_agg(objid::bigint), '{{}}') FROM pg_locks
     WHERE locktype = 'advisory' AND classid = {LOCK_SPACE} AND objsubid = 2 AND granted
     AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))"""
@@ -450,18 +454,26 @@ class PostgresStore:
         raise AssertionError("unreachable")
 
     def _create_schema(self, conn: psycopg.Connection[Any]) -> None:
+        """Create the tables in a new database, or bring an older layout up to date."""
         conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SPACE,))  # one creator at a time
-        for statement in _SCHEMA:
-            conn.execute(statement)
+        conn.execute(_SCHEMA[0])
         row = conn.execute("SELECT max(version) FROM npc_memory_schema").fetchone()
         version = None if row is None else row[0]
         if version is None:
+            for statement in _SCHEMA[1:]:
+                conn.execute(statement)
             conn.execute("INSERT INTO npc_memory_schema (version) VALUES (%s)", (STORE_SCHEMA,))
-        elif version > STORE_SCHEMA:
+            return
+        if version > STORE_SCHEMA:
             raise StoreVersionError(
                 f"{self!r} has table schema {version}, newer than this npc-memory understands "
                 f"({STORE_SCHEMA}); upgrade npc-memory to open it"
             )
+        for step in range(version, STORE_SCHEMA):
+            log.info("%r: upgrading the tables from schema %d to %d", self, step, step + 1)
+            for statement in UPGRADES[step]:
+                conn.execute(statement)
+        conn.execute("UPDATE npc_memory_schema SET version = %s", (STORE_SCHEMA,))
 
     def _new_session(self, conn: psycopg.Connection[Any]) -> int:
         row = conn.execute("SELECT nextval('npc_memory_session_ids')::integer").fetchone()
