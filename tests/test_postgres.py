@@ -4,9 +4,12 @@ runs in test_store_contract.py; several processes in test_postgres_processes.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import socket
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -279,3 +282,72 @@ def test_a_damaged_document_names_itself(stores: list[PostgresStore], url: str, 
         )
     with pytest.raises(StoreError, match=rf"world '{world}' document 'hilda'"):
         open_store(stores, url, world).load()
+
+
+class CommitDroppingProxy:
+    """A TCP proxy to the test server that, when armed, passes one ``COMMIT`` on to the
+    server and then cuts that connection without passing the server's answer back: the
+    transaction is committed, the client only sees its connection fail."""
+
+    def __init__(self, url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        self.upstream = (parts.hostname or "127.0.0.1", parts.port or 5432)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        port = self.listener.getsockname()[1]
+        self.url = parts._replace(netloc=f"{parts.username}@127.0.0.1:{port}").geturl()
+        self.armed = threading.Event()
+        self.dropped = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self.listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            cut = threading.Event()
+            threading.Thread(target=self._pump, args=(client, server, cut, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, cut, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, cut: threading.Event, outgoing: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                if outgoing and self.armed.is_set() and b"COMMIT" in data:
+                    self.armed.clear()
+                    self.dropped += 1
+                    cut.set()  # from now on nothing comes back to this client: the server's
+                    sink.sendall(data)  # answer (after its commit) ends the connection instead
+                    continue
+                if cut.is_set():
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+
+
+def test_a_commit_whose_answer_was_lost_is_not_written_twice(stores: list[PostgresStore], url: str, world: str) -> None:
+    proxy = CommitDroppingProxy(url)
+    try:
+        store = open_store(stores, proxy.url, world)
+        store.write([encode_document(npc("hilda", trust=0.1))])
+        proxy.armed.set()
+        store.write([encode_document(npc("hilda", trust=0.2))], StoreMeta(world="w", snapshots=2))
+        assert proxy.dropped == 1  # the commit went through, its answer did not
+        store.write([encode_document(npc("hilda", trust=0.3))])  # the store knows the version it wrote
+        contents = open_store(stores, url, world).load()
+        assert contents.documents["hilda"] == npc("hilda", trust=0.3)
+        assert contents.lsns["hilda"] == 3 and contents.meta == StoreMeta(world="w", snapshots=2)
+        proxy.armed.set()
+        store.append_audit(AuditEntry(action="forget", target="alice"))
+        assert proxy.dropped == 2
+        assert store.audit() == [AuditEntry(action="forget", target="alice")]  # appended once
+    finally:
+        proxy.close()
