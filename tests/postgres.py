@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,3 +64,12 @@ def fresh_database(url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def wait_until_free(store: Any, keys: list[str]) -> None:
+    """Wait until no live session owns ``keys``: the server notices a killed process's (or
+    a terminated backend's) connection is gone a moment after it happened."""
+    deadline = time.monotonic() + 30
+    while any(store.owner_of(key) is not None for key in keys):
+        assert time.monotonic() < deadline, f"{keys} still owned after 30 s"
+        time.sleep(0.05)

@@ -18,7 +18,7 @@ import npc_memory
 from npc_memory.errors import StoreOwnedError
 from npc_memory.store import NpcDocument
 from npc_memory.store.postgres import PostgresStore
-from tests.postgres import new_world, pg_url
+from tests.postgres import new_world, pg_url, wait_until_free
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20
@@ -60,14 +60,6 @@ def command(child: subprocess.Popen[str], text: str) -> None:
     child.stdin.write(text + "\n")
     child.stdin.flush()
     expect(child, "ok")
-
-
-def wait_until_free(store: PostgresStore, keys: list[str]) -> None:
-    """Wait until the server has noticed a killed process's connections are gone."""
-    deadline = time.monotonic() + 30
-    while any(store.owner_of(key) is not None for key in keys):
-        assert time.monotonic() < deadline, "a killed process still owns documents after 30 s"
-        time.sleep(0.05)
 
 
 @pytest.fixture
