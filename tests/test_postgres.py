@@ -73,6 +73,26 @@ def test_plugin_round_trips_a_world_through_postgres(url: str, world: str) -> No
         npc_memory.uninstall(world)
 
 
+def test_forgetting_deletes_the_row_and_is_audited(url: str, world: str) -> None:
+    plugin = npc_memory.install(world=world, store=url)
+    try:
+        plugin.add_player(key="alice", consent=True)
+        plugin.add_npc(key="hilda")
+        plugin.save()
+        plugin.remove("alice", forget=True)
+        plugin.save()
+    finally:
+        npc_memory.uninstall(world)
+    with psycopg.connect(url) as admin:
+        rows = admin.execute("SELECT key FROM npc_memory_documents WHERE world = %s ORDER BY key", (world,)).fetchall()
+    assert rows == [("hilda",)]
+    store = PostgresStore(url, world=world)
+    try:
+        assert [(e.action, e.target) for e in store.audit()] == [("forget", "alice")]
+    finally:
+        store.close()
+
+
 def test_the_readme_example_runs_as_written(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     match = re.search(r"## Running on PostgreSQL\n.*?```python\n(.*?)```", readme, re.S)
