@@ -9,6 +9,7 @@ import os
 import re
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -177,6 +178,25 @@ def test_a_claimed_document_is_refused_to_other_servers_until_released(
     b.write([encode_document(npc("hilda", trust=0.8))])
     with pytest.raises(StoreOwnedError):
         a.claim("hilda", "npc")
+
+
+def test_a_claim_does_not_wait_for_a_write_in_progress(stores: list[PostgresStore], url: str, world: str) -> None:
+    """``add_npc`` on the game thread claims while the writer thread may be mid-round."""
+    store = open_store(stores, url, world)
+    store.write([encode_document(npc("hilda")), encode_document(npc("brandt"))])
+    with psycopg.connect(url) as blocker:  # holds hilda's row: the next write of her waits
+        blocker.execute("SELECT 1 FROM npc_memory_documents WHERE world = %s AND key = 'hilda' FOR UPDATE", (world,))
+        writer = threading.Thread(target=store.write, args=([encode_document(npc("hilda", trust=0.9))],))
+        writer.start()
+        with psycopg.connect(url, autocommit=True) as watcher:
+            while not watcher.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()[0]:  # type: ignore[index]
+                assert writer.is_alive()
+                time.sleep(0.01)
+        assert store.claim("brandt", "npc") == npc("brandt")  # answered while the write waits
+        assert writer.is_alive()
+        blocker.rollback()
+    writer.join()
+    assert open_store(stores, url, world).load().documents["hilda"] == npc("hilda", trust=0.9)
 
 
 def test_claiming_a_new_key_reserves_it(stores: list[PostgresStore], url: str, world: str) -> None:

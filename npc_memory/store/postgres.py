@@ -188,7 +188,10 @@ class PostgresStore:
         self.migration = migration or MigrationContext()
         self.retries = retries
         self.timeout = timeout
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
+        """Guards the versions and releases below; held for no database work, so a claim
+        (the game thread's ``add_npc``) never waits for a round the writer is writing."""
+        self._session_lock = threading.Lock()
         self._versions: dict[str, int] = {}
         self._releasing: set[str] = set()
         self._closed = False
@@ -243,8 +246,9 @@ class PostgresStore:
             lsns = {key: versions[key] for key in documents}
             return StoreContents(meta=self._read_meta(conn), documents=documents, lsns=lsns), versions
 
+        contents, versions = self._run(load)
         with self._lock:
-            contents, self._versions = self._run(load)
+            self._versions = versions
         gc.freeze()  # loaded state is long-lived: keep it out of future collections
         return contents
 
@@ -284,39 +288,44 @@ class PostgresStore:
         """Write ``documents`` (each at the version this store last saw of it), then
         ``meta``, in one transaction: all or nothing. A document changed, deleted or
         owned by another live session raises :class:`StoreConflictError`."""
+        token = uuid.uuid4()
+        latest = {d.key: d for d in documents}  # the last version of a key wins
         with self._lock:
-            token = uuid.uuid4()
-            latest = {d.key: d for d in documents}  # the last version of a key wins
-            known = [d for d in latest.values() if d.key in self._versions]
-            new = [d for d in latest.values() if d.key not in self._versions]
-            releases = {d.key for d in latest.values() if d.key in self._releasing}
-            attempt = 0
+            expected = {key: self._versions[key] for key in latest if key in self._versions}
+            releases = {key for key in latest if key in self._releasing}
+        known = [d for d in latest.values() if d.key in expected]
+        new = [d for d in latest.values() if d.key not in expected]
+        attempt = 0
 
-            def write(conn: psycopg.Connection[Any]) -> dict[str, int]:
-                nonlocal attempt
-                attempt += 1
-                if attempt > 1 and self._committed(conn, token):
-                    return {d.key: self._versions[d.key] + 1 for d in known} | {d.key: 1 for d in new}
-                written: dict[str, int] = {}
-                live = self._live(conn) if known else []
-                for statement, batch in ((_UPDATE, known), (_INSERT, new)):
-                    if batch:  # one statement per document, pipelined: no giant array parameters
-                        written.update(self._each(conn, statement, self._rows(batch, releases, live)))
-                missing = [d.key for d in (*known, *new) if d.key not in written]
-                if missing:
-                    raise self._conflict(conn, missing[0], "write")
-                if meta is not None:
-                    self._put_meta(conn, meta)
-                conn.execute(
-                    "UPDATE npc_memory_sessions SET last_write = %s WHERE id = %s", (token, self.session)
-                )
-                return written
+        def write(conn: psycopg.Connection[Any]) -> dict[str, int]:
+            nonlocal attempt
+            attempt += 1
+            if attempt > 1 and self._committed(conn, token):
+                return {key: version + 1 for key, version in expected.items()} | {d.key: 1 for d in new}
+            written: dict[str, int] = {}
+            live = self._live(conn) if known else []
+            for statement, batch in ((_UPDATE, known), (_INSERT, new)):
+                if batch:  # one statement per document, pipelined: no giant array parameters
+                    rows = self._rows(batch, expected, releases, live)
+                    written.update(self._each(conn, statement, rows))
+            missing = [d.key for d in (*known, *new) if d.key not in written]
+            if missing:
+                raise self._conflict(conn, missing[0], "write", expected.get(missing[0]))
+            if meta is not None:
+                self._put_meta(conn, meta)
+            conn.execute(
+                "UPDATE npc_memory_sessions SET last_write = %s WHERE id = %s", (token, self.session)
+            )
+            return written
 
-            written = self._run(write)
-            self._versions.update(written)
-            for key in releases:
-                self._releasing.discard(key)
-                self._versions.pop(key, None)  # another server may take it over from here
+        written = self._run(write)
+        with self._lock:
+            for key, version in written.items():
+                if key in releases and key in self._releasing:  # (unless claimed again meanwhile)
+                    self._releasing.discard(key)
+                    self._versions.pop(key, None)  # another server may take it over from here
+                else:  # a claim meanwhile may have seen this version already
+                    self._versions[key] = max(version, self._versions.get(key, 0))
 
     def delete(self, keys: Iterable[str]) -> None:
         """Delete the documents of ``keys`` (missing keys are ignored); a document owned
@@ -324,24 +333,23 @@ class PostgresStore:
         wanted = sorted(set(keys))
         if not wanted:
             return
+
+        def delete(conn: psycopg.Connection[Any]) -> None:
+            args = {"world": self.world, "keys": wanted, "me": self.session}
+            deleted = {key for (key,) in conn.execute(_DELETE, args)}
+            for key in wanted:
+                if key not in deleted and self._row(conn, key) is not None:
+                    raise self._conflict(conn, key, "delete", None)
+
+        self._run(delete)
         with self._lock:
-
-            def delete(conn: psycopg.Connection[Any]) -> None:
-                args = {"world": self.world, "keys": wanted, "me": self.session}
-                deleted = {key for (key,) in conn.execute(_DELETE, args)}
-                for key in wanted:
-                    if key not in deleted and self._row(conn, key) is not None:
-                        raise self._conflict(conn, key, "delete")
-
-            self._run(delete)
             for key in wanted:
                 self._versions.pop(key, None)
                 self._releasing.discard(key)
 
     def write_meta(self, meta: StoreMeta) -> None:
         """Replace this server's metadata."""
-        with self._lock:
-            self._run(lambda conn: self._put_meta(conn, meta))
+        self._run(lambda conn: self._put_meta(conn, meta))
 
     def append_audit(self, entry: AuditEntry) -> None:
         """Append ``entry`` to the world's audit log (once, also when a dropped
@@ -363,31 +371,31 @@ class PostgresStore:
         there is none: the key is then reserved for this session). Raises
         :class:`StoreOwnedError` if another live session owns it, and
         :class:`StoreConflictError` if the stored document is of another ``kind``."""
+
+        def claim(conn: psycopg.Connection[Any]) -> tuple[int, Document | None]:
+            args = {"world": self.world, "key": key, "me": self.session}
+            row = conn.execute(_CLAIM, args).fetchone()
+            if row is None:
+                inserted = conn.execute(
+                    "INSERT INTO npc_memory_documents (world, kind, key, version, owner) "
+                    "VALUES (%s, %s, %s, 0, %s) ON CONFLICT DO NOTHING RETURNING version",
+                    (self.world, kind, key, self.session),
+                ).fetchone()
+                if inserted is None:
+                    raise self._conflict(conn, key, "claim", None)
+                return 0, None
+            stored_kind, version, data = row
+            if stored_kind != kind:
+                raise StoreConflictError(
+                    key, f"is stored as a document of kind {stored_kind!r}, not {kind!r}"
+                )
+            return version, None if data is None else self._decode(key, data)
+
+        version, document = self._run(claim)
         with self._lock:
-
-            def claim(conn: psycopg.Connection[Any]) -> tuple[int, Document | None]:
-                args = {"world": self.world, "key": key, "me": self.session}
-                row = conn.execute(_CLAIM, args).fetchone()
-                if row is None:
-                    inserted = conn.execute(
-                        "INSERT INTO npc_memory_documents (world, kind, key, version, owner) "
-                        "VALUES (%s, %s, %s, 0, %s) ON CONFLICT DO NOTHING RETURNING version",
-                        (self.world, kind, key, self.session),
-                    ).fetchone()
-                    if inserted is None:
-                        raise self._conflict(conn, key, "claim")
-                    return 0, None
-                stored_kind, version, data = row
-                if stored_kind != kind:
-                    raise StoreConflictError(
-                        key, f"is stored as a document of kind {stored_kind!r}, not {kind!r}"
-                    )
-                return version, None if data is None else self._decode(key, data)
-
-            version, document = self._run(claim)
-            self._versions[key] = version
+            self._versions[key] = max(version, self._versions.get(key, 0))
             self._releasing.discard(key)
-            return document
+        return document
 
     def release_on_write(self, key: str) -> None:
         """Give up ``key`` with its next write (the last one this server makes of it)."""
@@ -438,7 +446,7 @@ class PostgresStore:
         delay = 0.05
         for attempt in range(self.retries + 1):
             try:
-                with self._lock:
+                with self._session_lock:
                     self._check_session()
                 with self._pool.connection() as conn, conn.transaction():
                     return operation(conn)
@@ -529,7 +537,11 @@ class PostgresStore:
         return row is not None and row[0] == token
 
     def _rows(
-        self, documents: Sequence[EncodedDocument], releases: set[str], live: list[int]
+        self,
+        documents: Sequence[EncodedDocument],
+        expected: dict[str, int],
+        releases: set[str],
+        live: list[int],
     ) -> list[dict[str, Any]]:
         shared = {"world": self.world, "me": self.session, "live": live}
         return [
@@ -539,7 +551,7 @@ class PostgresStore:
                 "kind": d.kind,
                 "data": d.data.decode("utf-8"),
                 "release": d.key in releases,
-                "expected": self._versions.get(d.key, 0),
+                "expected": expected.get(d.key, 0),
             }
             for d in documents
         ]
@@ -571,10 +583,11 @@ class PostgresStore:
         ).fetchone()
         return None if row is None else (int(row[0]), row[1], bool(row[2]), bool(row[3]))
 
-    def _conflict(self, conn: psycopg.Connection[Any], key: str, action: str) -> StoreConflictError:
-        """The error for ``action`` refused on ``key``, saying why."""
+    def _conflict(
+        self, conn: psycopg.Connection[Any], key: str, action: str, expected: int | None
+    ) -> StoreConflictError:
+        """The error for ``action`` refused on ``key`` (read at version ``expected``), saying why."""
         row = self._row(conn, key)
-        expected = self._versions.get(key)
         if row is None:
             return StoreConflictError(key, f"cannot {action}: it was deleted by another game server")
         version, owner, alive, _ = row
