@@ -2,10 +2,13 @@
 
 ``TinyDBStore`` (a directory of TinyDB databases and a journal) is the default
 backend; any object following the :class:`Store` protocol can take its place (one
-following :class:`JournalStore` also gets patches and one fsync per batch).
+following :class:`JournalStore` also gets patches and one fsync per batch). The
+PostgreSQL store, :class:`npc_memory.store.postgres.PostgresStore` (the ``postgres``
+extra), is a :class:`SharedStore`: several game servers share a world, each owning the
+NPCs and players it added.
 """
 
-from npc_memory.store.base import JournalStore, Store, StoreContents
+from npc_memory.store.base import JournalStore, SharedStore, Store, StoreContents
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -29,6 +32,7 @@ __all__ = [
     "MsgspecStorage",
     "NpcDocument",
     "PlayerDocument",
+    "SharedStore",
     "Store",
     "StoreContents",
     "StoreMeta",
