@@ -419,6 +419,41 @@ class LlmRules(_Model):
     breaker_cooldown: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 60.0
 
 
+PiiType = Literal[
+    "email", "phone", "card", "iban", "ip", "ssn", "address", "postcode", "url", "birth_date"
+]
+"""A kind of real-world personal data the safety screen can redact."""
+
+InjectionRule = Literal[
+    "override", "role_switch", "secret_request", "personal_probe", "format_manipulation",
+    "smuggled_payload", "repetition", "embedded_dialogue", "rule_persuasion", "framing",
+]
+"""A family of rules by which the safety screen flags text that tries to instruct a model."""
+
+ALL_PII_TYPES: tuple[PiiType, ...] = (
+    "email", "phone", "card", "iban", "ip", "ssn", "address", "postcode", "url", "birth_date"
+)
+ALL_INJECTION_RULES: tuple[InjectionRule, ...] = (
+    "override", "role_switch", "secret_request", "personal_probe", "format_manipulation",
+    "smuggled_payload", "repetition", "embedded_dialogue", "rule_persuasion", "framing",
+)
+
+
+class SafetyRules(_Model):
+    """The content-safety screen applied to every text that enters an NPC's memory:
+    which real-world identifiers are replaced by typed placeholders (``[email]``,
+    ``[card]``, …), which injection rules flag a line, and what happens to a flagged
+    line: ``"quote"`` keeps it as a quoted, marked utterance that never changes a
+    relationship or spreads as gossip, ``"drop"`` keeps nothing of it.
+    ``extra_patterns`` are further case-insensitive regular expressions that flag a line."""
+
+    enabled: bool = True
+    redact: tuple[PiiType, ...] = ALL_PII_TYPES
+    injection_rules: tuple[InjectionRule, ...] = ALL_INJECTION_RULES
+    flagged: Literal["quote", "drop"] = "quote"
+    extra_patterns: tuple[Pattern, ...] = ()
+
+
 FactSourceName = Literal["observation", "conversation", "gossip", "authored"]
 DEFAULT_SOURCE_WEIGHTS: dict[FactSourceName, float] = {
     "observation": 1.0,
@@ -691,6 +726,7 @@ class Pack(_Model):
     knowledge: KnowledgeRules = KnowledgeRules()
     context: ContextRules = ContextRules()
     extraction: ExtractionRules = ExtractionRules()
+    safety: SafetyRules = SafetyRules()
 
     @model_validator(mode="after")
     def _references_exist(self) -> Pack:
