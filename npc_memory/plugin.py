@@ -79,6 +79,7 @@ from npc_memory.services import (
     RelationshipService,
     Resolver,
 )
+from npc_memory.services.safety import SafetyService
 from npc_memory.state import Ref, Subscription, WorldState
 from npc_memory.state.world import world_context
 from npc_memory.store import Store
@@ -147,12 +148,13 @@ class MemoryPlugin:
         self._pipeline = pipeline
         self._resolve = Resolver(state)
         self._relationships = RelationshipService(state)
-        self._memories = MemoryService(state, self._relationships)
-        self._knowledge = KnowledgeService(state, self._relationships)
+        self._persistence = PersistenceService(state, store, pipeline.pending, snapshots)
+        self._safety = SafetyService(state, self._persistence.audit)
+        self._memories = MemoryService(state, self._relationships, self._safety)
+        self._knowledge = KnowledgeService(state, self._relationships, self._safety)
         self._conversations = ConversationService(
             state, pipeline, self._memories, self._knowledge, self._relationships
         )
-        self._persistence = PersistenceService(state, store, pipeline.pending, snapshots)
         self._population = PopulationService(state, self._persistence, self._knowledge, self._conversations)
         self._maintenance = MaintenanceService(
             state, pipeline, self._memories, self._relationships, self._knowledge
@@ -173,6 +175,11 @@ class MemoryPlugin:
         lambda self: self._state.clock, doc="Game time; read ``plugin.clock.now`` (game seconds)."
     )
     store = property(lambda self: self._persistence.store, doc="The store snapshots go to, or ``None``.")
+    safety = property(
+        lambda self: self._safety,
+        doc="Content safety: ``safety.stats`` counts screened, redacted, flagged and dropped "
+        "texts; ``safety.use(screener)`` puts a game's own screen in place of the pack's.",
+    )
     extraction = property(
         lambda self: self._pipeline,
         doc="The extraction pipeline: ``stats``, ``limiter``, ``breaker``, queue.",

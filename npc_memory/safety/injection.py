@@ -62,7 +62,7 @@ ROLE_SWITCH = _any(
     r"<\s*/?\s*(?:system|sys|admin|developer|im_start|im_end|\|im_start\|)\b[^>]{0,30}>",
     r"\[/?(?:system|inst|sys)\]|<<\s*sys\s*>>|^\s*#{2,}\s*(?:system|instruction)",
     r"\b(?:system|developer|admin|administrator|god|debug|maintenance|root|sudo|unrestricted|jailbreak|dan)\s+mode\b",
-    r"\b(?:do\s+anything\s+now|\bDAN\b)",
+    r"\bdo\s+anything\s+now\b|(?-i:\bDAN\b)",
     r"\byou\s+are\s+(?:now|no\s+longer)\s+(?:a|an|the|in|my|called|free)\b",
     r"\bfrom\s+now\s+on,?\s+you\s+(?:are|will|must|shall|have\s+to|can)\b",
     r"\b(?:I'?m|I\s+am)\s+(?:your|the\s+system'?s?|the\s+ai'?s?)\s+(?:developer|creator|maker|programmer|"
@@ -126,8 +126,8 @@ SMUGGLED_PAYLOAD = _any(
     r"<\s*(?:code|script|table|tr|td|html|body|head|footer|div|span|iframe|style|section|form|input|!doctype|\?xml)\b",
     r"```|\bimport\s+\w+\s*\n|\bdef\s+\w+\s*\(|\breturn\s+\w+[^\n]*\n\s*print\s*\(",
     r"(?:\b[01]{8}\b\s*){6,}",
-    r"\b(?:[0-9a-f]{2}){16,}\b",
-    r"(?<![\w/+])[A-Za-z0-9+/]{32,}={0,2}(?![\w/+])",
+    r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])(?:[0-9a-f]{2}){16,}\b",
+    r"(?<![\w/+])(?=[A-Za-z0-9+/]*\d)(?=[A-Za-z0-9+/]*[a-z])(?=[A-Za-z0-9+/]*[A-Z])[A-Za-z0-9+/]{32,}={0,2}(?![\w/+])",
     r"(?:(?<!\S)[.\-]{1,7}(?:\s+/)?\s+){8,}",
     r"\b(?:decode|decipher|decrypt|unscramble|deobfuscate|translate)\s+(?:this|the\s+following)\b",
     r"\b[a-z]\s*=\s*[\"'][^\"']{3,}[\"']\s*[,;.]?\s*[a-z]\s*=\s*[\"']",
@@ -262,7 +262,7 @@ def reasons(text: str, rules: frozenset[InjectionRule], extra: tuple[re.Pattern[
     """The names of the enabled families that flag ``text`` (empty: not flagged);
     ``"pattern"`` stands for the pack's own patterns."""
     lower = text.lower()
-    found = [name for name, test in STRONG.items() if name in rules and test(text, lower)]
+    found: list[str] = [name for name, test in STRONG.items() if name in rules and test(text, lower)]
     hits = {
         name: sum(1 for gate, pattern in patterns if any(key in lower for key in gate) and pattern.search(text))
         for name, patterns in WEAK.items()
