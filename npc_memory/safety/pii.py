@@ -248,6 +248,10 @@ def _addresses(text: str) -> Iterator[tuple[int, int]]:
     yield from _merge(spans, text)
 
 
+_PLACE_WORDS = re.compile(r"(?:[ ,]+(?:[^\W\d_a-z][\w'’.\-]*|\d[\w\-]*|(?:apt|suite|unit)\.?))+[ ,.]*")
+"""The rest of an address line: capitalised place names, numbers and units only."""
+
+
 def _short_line(line: str) -> bool:
     stripped = line.strip(" ?\t")
     return (
@@ -275,7 +279,7 @@ def _merge(spans: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
         line_end = text.find("\n", end)
         stop = len(text) if line_end < 0 else line_end
         rest = text[end:stop]
-        if rest and len(rest) <= 60 and not re.search(r"[.?!;]\s|[?!]$", rest) and len(rest.split()) <= 7:
+        if rest and len(rest) <= 60 and _PLACE_WORDS.fullmatch(rest):
             end = stop
         if text[line_start:start].strip(" ?\t") == "" and line_start >= 2 and text[line_start - 1] == "\n":
             above_start = text.rfind("\n", 0, line_start - 1) + 1
