@@ -12,6 +12,9 @@ phone patterns.
 Injection (``injection/injection_attacks_dev.json``, ``injection/benign_dev.json``): the
 share of attacks' ``user_input`` flagged, per variant, and the share of benign
 sentences flagged (false flags), per category.
+
+Ordinary conversation (``locomo/locomo_dev.json``, when present): how many dialogue
+turns the screen redacts or flags at all.
 """
 
 from __future__ import annotations
@@ -147,6 +150,29 @@ def injection_tables(attacks: list[dict[str, Any]], benign: list[dict[str, Any]]
     )
 
 
+def dialogue_table(locomo: list[dict[str, Any]], screen: Screen) -> list[str]:
+    """Ordinary conversation (LoCoMo turns, no personal data of the kinds in scope, no
+    attacks): how many lines the screen touches at all."""
+    lines = [
+        turn["text"]
+        for sample in locomo
+        for key, session in sample["conversation"].items()
+        if key.startswith("session_") and isinstance(session, list)
+        for turn in session
+    ]
+    results = [screen(line) for line in lines]
+    redacted = Counter(finding.type for result in results for finding in result.findings)
+    flagged = sum(result.flagged for result in results)
+    return [
+        "## Ordinary conversation (LoCoMo dialogue turns): lines touched",
+        "",
+        "| lines | redacted spans | flagged lines |",
+        "|---:|---:|---:|",
+        f"| {len(lines)} | {sum(redacted.values())} {dict(redacted) or ''} | {flagged} ({flagged / len(lines):.2%}) |",
+        "",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="the shared data folder (with pii/ and injection/)")
@@ -164,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     attacks = json.loads(attacks_file.read_text(encoding="utf-8"))
     benign = json.loads(benign_file.read_text(encoding="utf-8"))
     lines += injection_tables(attacks, benign, screen)
+    locomo_file = args.data / "locomo" / "locomo_dev.json"
+    if locomo_file.is_file():
+        lines += dialogue_table(json.loads(locomo_file.read_text(encoding="utf-8")), screen)
     print("\n".join(lines))
     if args.show_misses:
         for attack in attacks:

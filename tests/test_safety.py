@@ -3,6 +3,8 @@ flags by rule family, the pack's [safety] table, and the quoting of remembered t
 
 from __future__ import annotations
 
+import itertools
+
 import pydantic
 import pytest
 from hypothesis import given
@@ -167,4 +169,4 @@ def test_the_screen_is_total_and_deterministic(text: str) -> None:
     if not first.findings:
         assert first.text == text
     spans = [(f.start, f.end) for f in first.findings]
-    assert spans == sorted(spans) and all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
+    assert spans == sorted(spans) and all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(spans))

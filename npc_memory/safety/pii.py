@@ -201,15 +201,15 @@ _PREFIX = (
     r"strada|straße|λεωφόρος|οδός)"
 )
 _STREET_WORD = (
-    r"[^\W\d_][\w'’\-]*(?:strasse|straße|str\.|gasse|weg|platz|allee|ring|damm|ufer|katu|tie|"
+    r"[^\W\d_][\w'’\-]*(?:strasse|straße|str\.|gasse|weg|platz|allee|damm|ufer|katu|tie|"
     r"polku|kuja|vägen|väg|gatan|gata|gränd|veien|vegen|vei|veg|vej|gade|stræde|stræti|vegur|laan|"
-    r"straat|plein|kade|singel|utca|út|tér|ulica|ucha|iela|tee|mäe|puiestee)"
+    r"straat|plein|kade|singel|utca|út|tér|ulica|iela|mäe|puiestee)"
 )
 _WORD = r"[^\W\d_][\w'’.\-]*"
 _WORDS = rf"{_WORD}(?:[ ]{_WORD}){{0,3}}"
 _NUMBER = r"\d{1,5}[a-z]?\b"
 _UNIT = (
-    r"(?:suite|ste\.?|apt\.?|apartment|unit|flat|floor|room|bldg\.?|building)[ ]?#?\d{1,5}[a-z]?\b"
+    r"(?:suite|ste\.?|apt\.?|apartment|unit|flat|bldg\.?)[ ]?#?\d{1,5}[a-z]?\b"
     r"|(?:p\.?\s?o\.?\s?)?box[ ]\d{1,6}|postbox[ ]\d{1,6}|psc[ ]\d{1,5}"
     r"|[adf]po[ ](?:aa|ae|ap)[ ]\d{5}"
 )
