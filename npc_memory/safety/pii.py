@@ -164,11 +164,19 @@ _DATE_LIKE = re.compile(
 _PHONE = re.compile(
     r"(?<![\w+])(?:\+\d{1,3}[ .\-]?)?(?:\(0\)[ .\-]?)?(?:\(\d{1,4}\)[ .\-]?)?\d{1,10}(?:[ .\-]\d{1,10}){0,5}(?:[ ]?(?:x|ext\.?)[ ]?\d{1,5})?(?![\w\-])"
 )
-_PHONE_CONTEXT = re.compile(
-    r"\b(?:phone|tel|telephone|mobile|cell|fax|desk|call|calling|called|ring|text|sms|whats\s?app|"
-    r"number|contact|reach|answering|registered|messages)\b[^\n\d]{0,20}\n?[^\n\d]{0,5}$",
-    _FLAGS,
+_PHONE_WORDS = (
+    "phone", "tel", "mobile", "cell", "fax", "desk", "call", "ring", "text", "sms", "whatsapp", "number",
+    "contact", "reach", "answering", "registered", "messages",
 )
+"""Words that announce a phone number a little before it (no other number in between)."""
+_LAST_DIGIT = re.compile(r".*\d", re.DOTALL)
+
+
+def _phone_context(text: str, start: int) -> bool:
+    before = text[max(0, start - 28) : start]
+    last = _LAST_DIGIT.match(before)
+    before = (before if last is None else before[last.end() :]).lower()
+    return any(word in before for word in _PHONE_WORDS)
 
 
 def _phones(text: str) -> Iterator[tuple[int, int]]:
@@ -179,7 +187,7 @@ def _phones(text: str) -> Iterator[tuple[int, int]]:
             continue
         groups = len(re.findall(r"\d+", raw))
         international = raw.startswith("+") or "(" in raw
-        context = _PHONE_CONTEXT.search(text, max(0, match.start() - 40), match.start()) is not None
+        context = _phone_context(text, match.start())
         if international or context or (groups >= 3 and digits >= 8) or (groups == 1 and digits >= 10):
             start, end = match.span()
             if start > 0 and text[start - 1] == "(":
@@ -200,11 +208,13 @@ _PREFIX = (
     r"ul\.|ulica|trg|al\.|aleja|boulevard|bd\.|chemin|route|impasse|allée|quai|cours|"
     r"strada|straße|λεωφόρος|οδός)"
 )
-_STREET_WORD = (
-    r"[^\W\d_][\w'’\-]*(?:strasse|straße|str\.|gasse|weg|platz|allee|damm|ufer|katu|tie|"
-    r"polku|kuja|vägen|väg|gatan|gata|gränd|veien|vegen|vei|veg|vej|gade|stræde|stræti|vegur|laan|"
-    r"straat|plein|kade|singel|utca|út|tér|ulica|iela|mäe|puiestee)"
+_STREET_SUFFIXES = (
+    "strasse", "straße", "str.", "gasse", "weg", "platz", "allee", "damm", "ufer", "katu", "tie", "polku",
+    "kuja", "vägen", "väg", "gatan", "gata", "gränd", "veien", "vegen", "vei", "veg", "vej", "gade", "stræde",
+    "stræti", "vegur", "laan", "straat", "plein", "kade", "singel", "utca", "út", "tér", "ulica", "iela",
+    "mäe", "puiestee",
 )
+"""Endings of one-word street names in other languages (Bundesstrasse, Kiannonkatu, Nybyvägen)."""
 _WORD = r"[^\W\d_][\w'’.\-]*"
 _WORDS = rf"{_WORD}(?:[ ]{_WORD}){{0,3}}"
 _NUMBER = r"\d{1,5}[a-z]?\b"
@@ -213,16 +223,45 @@ _UNIT = (
     r"|(?:p\.?\s?o\.?\s?)?box[ ]\d{1,6}|postbox[ ]\d{1,6}|psc[ ]\d{1,5}"
     r"|[adf]po[ ](?:aa|ae|ap)[ ]\d{5}"
 )
-_STREET = re.compile(
-    rf"\b(?:{_NUMBER}[ ,]+(?:{_NUMBER}[ ]+)?{_WORDS}[ ]{_SUFFIX}(?![\w])"
-    rf"|{_PREFIX}[ ]{_WORDS}(?:[ ,]+{_NUMBER})?"
-    rf"|{_STREET_WORD}(?:[ ]{_WORD})?[ ,]+{_NUMBER}"
-    rf"|{_WORD}(?:[ ]{_WORD})?[ ](?:u\.|út|útja|utca|tér|körút)[ ]\d{{1,5}}\.?"
-    rf"|corner[ ]of[ ]{_WORDS}(?:[ ]{_NUMBER})?[ ]and[ ]{_WORD}(?:[ ]{_WORD})?"
-    rf"|\d{{3,5}}[ ]{_WORD}(?:[ ]{_WORD})?[ ]\d{{1,4}}[a-z]?(?=[ ]*(?:$|\n|,|\.(?:\s|$)|\?|[ ](?:st\.?|street|apt|suite)\b))"
-    rf"|{_UNIT})",
-    _FLAGS,
+_STREET_PARTS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
+    (gate, re.compile(pattern, _FLAGS))
+    for gate, pattern in (
+        (  # a house number, the street's name and its kind: "1668 Glyn St", "9448 175 Iroon Avenue"
+            (),
+            rf"\b{_NUMBER}[ ,]+(?:{_NUMBER}[ ]+)?{_WORDS}[ ]{_SUFFIX}(?![\w])"
+            rf"|\b\d{{3,5}}[ ]{_WORD}(?:[ ]{_WORD})?[ ]\d{{1,4}}[a-z]?"
+            r"(?=[ ]*(?:$|\n|,|\.(?:\s|$)|\?|[ ](?:st\.?|street|apt|suite)\b))",
+        ),
+        (  # the kind first: "rue de la Paix 3", "Avenida Otoniel Dutra 1277", "ul. Północna 73"
+            ("rue", "av", "rua", "r.", "c/", "via", "piazza", "corso", "calle", "paseo", "plaza", "carrer", "ul",
+             "trg", "al.", "aleja", "boulevard", "bd.", "chemin", "route", "impasse", "allée", "quai", "cours",
+             "strada", "straße", "λεωφόρος", "οδός"),
+            rf"\b{_PREFIX}[ ]{_WORDS}(?:[ ,]+{_NUMBER})?",
+        ),
+        (("u.", "út", "utca", "tér"), rf"\b{_WORD}(?:[ ]{_WORD})?[ ](?:u\.|út|útja|utca|tér|körút)[ ]\d{{1,5}}\.?"),
+        (("corner",), rf"\bcorner[ ]of[ ]{_WORDS}(?:[ ]{_NUMBER})?[ ]and[ ]{_WORD}(?:[ ]{_WORD})?"),
+        (("suite", "ste", "apt", "apartment", "unit", "flat", "bldg", "box", "psc", "po "), rf"\b(?:{_UNIT})"),
+    )
 )
+"""The parts of an address, each searched only when the line holds one of its gate words."""
+_NUMBER_RUN = re.compile(r"(?<![\w.\-])\d{1,5}[a-z]?\b", _FLAGS)
+_LAST_WORDS = re.compile(r"([^\W\d_][\w'’\-.]*)(?:[ ]([^\W\d_][\w'’.\-]*))?[ ,]+$")
+
+
+def _street_words(text: str) -> Iterator[tuple[int, int]]:
+    """One-word street names with their number: "Kiannonkatu 98", "Brucker Bundesstrasse 31"."""
+    for number in _NUMBER_RUN.finditer(text):
+        window = max(0, number.start() - 50)
+        words = _LAST_WORDS.search(text, window, number.start())
+        if words is None:
+            continue
+        for group in (1, 2):
+            word = words.group(group)
+            if word is not None and len(word) > 4 and word.lower().endswith(_STREET_SUFFIXES):
+                yield words.start(), number.end()
+                break
+
+
 _ADDRESS_CONTEXT = re.compile(
     r"(?:\baddress(?:es)?\b[^\n.?!]{0,25}?[:?]?|\b(?:lives?|living|located|situated|stay(?:s|ing)?|office\s+is|"
     r"meet\s+me|send\s+[\w ]{1,15}?|drops?\s+you\s+off|enter|return|side\s+of|it\s+is|it'?s)\s+(?:on|at|in|to|near)?)"
@@ -237,7 +276,14 @@ _POSTCODE = re.compile(r"[A-Z0-9]{2,5}(?:[ \-][A-Z0-9]{2,4})?\b", _FLAGS)
 
 
 def _addresses(text: str) -> Iterator[tuple[int, int]]:
-    spans: list[tuple[int, int]] = [match.span() for match in _STREET.finditer(text)]
+    lower = text.lower()
+    spans = [
+        match.span()
+        for gate, pattern in _STREET_PARTS
+        if not gate or any(key in lower for key in gate)
+        for match in pattern.finditer(text)
+    ]
+    spans += _street_words(text)
     for context in _ADDRESS_CONTEXT.finditer(text):
         match = _CONTEXT_STREET.match(text, context.end())
         if match is None or not any(char.isdigit() for char in match.group()):
