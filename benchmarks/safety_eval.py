@@ -81,19 +81,21 @@ def builtin(screen: Screen) -> Callable[[str], Spans]:
     return lambda text: [(f.type, f.start, f.end) for f in screen(text).findings]
 
 
-def with_phonenumbers(screen: Screen) -> Callable[[str], Spans] | None:
-    """The built-in screen with phones found by the phonenumbers library instead
-    (any region: numbers without a country code are tried as US, GB, FR, DE)."""
+def with_phonenumbers(screen: Screen, leniency: str) -> Callable[[str], Spans] | None:
+    """The built-in screen with phones found by the phonenumbers library instead, at
+    ``leniency`` (``POSSIBLE`` or ``VALID``); numbers without a country code are tried as
+    US, GB, FR and DE numbers. ``None`` when the library is not installed."""
     try:
         import phonenumbers
     except ImportError:
         return None
+    level = getattr(phonenumbers.Leniency, leniency)
 
     def predict(text: str) -> Spans:
         spans = [(f.type, f.start, f.end) for f in screen(text).findings if f.type != "phone"]
         taken = [(s, e) for _, s, e in spans]
         for region in ("US", "GB", "FR", "DE"):
-            for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.POSSIBLE):
+            for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=level):
                 start, end = match.start, match.end
                 if not any(start < e and s < end for s, e in taken):
                     spans.append(("phone", start, end))
@@ -110,9 +112,10 @@ def fmt(value: float) -> str:
 def pii_tables(samples: list[dict[str, Any]], screen: Screen) -> list[str]:
     lines = ["## PII redaction (span level, overlap)", ""]
     systems: list[tuple[str, Callable[[str], Spans]]] = [("built-in patterns", builtin(screen))]
-    library = with_phonenumbers(screen)
-    if library is not None:
-        systems.append(("phones by phonenumbers", library))
+    for leniency in ("POSSIBLE", "VALID"):
+        library = with_phonenumbers(screen, leniency)
+        if library is not None:
+            systems.append((f"phones by phonenumbers ({leniency})", library))
     for name, predict in systems:
         table = score(samples, predict)
         lines += [f"### {name}", "", "| type | gold | redacted | recall | precision |", "|---|---:|---:|---:|---:|"]

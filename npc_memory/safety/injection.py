@@ -43,6 +43,10 @@ OVERRIDE = _any(
     r"(?:^|[.!?]\s+)forget\s+(?:about\s+)?(?:that|this|everything)\b[,.;]",
     r"\b(?:new|updated|revised|real)\s+instructions?\s*:",
     r"\binstead\s+of\s+(?:following|obeying)\s+(?:your|the)\b",
+    # dictating the answer the model must give
+    r"\b(?:state|say|claim|answer|respond|reply|output|declare)\s+(?:that\s+)?(?:the\s+)?(?:conclusion|output|answer|result|"
+    r"sum|summary|response)\b[^.?!\n]{0,40}\bis\b",
+    r"\b(?:respond|reply|answer)\s+only\s+with\b",
     # other languages
     r"\b(?:ignorez|ignore[rz]?|oubliez|oublie)\s+(?:toutes\s+)?(?:les|vos|tes)\s+(?:instructions|consignes|directives)",
     r"\b(?:ignora|ignore|olvida|olvide|descarta)\s+(?:todas\s+)?(?:las|tus|sus|as|suas)\s+(?:instrucciones|instruções|"
@@ -50,7 +54,11 @@ OVERRIDE = _any(
     r"\b(?:ignoriere|ignorieren\s+sie|vergiss|vergessen\s+sie)\s+(?:alle\s+)?(?:die\s+)?(?:vorherigen\s+|bisherigen\s+|"
     r"obigen\s+)?(?:anweisungen|befehle|regeln|instruktionen)",
     r"\b(?:ignora|dimentica)\s+(?:tutte\s+)?(?:le\s+)?(?:istruzioni|regole)",
-    r"\bнегнорируй|игнорируй\s+(?:все\s+)?(?:предыдущие\s+)?(?:инструкции|указания)",
+    r"\bигнорируй\s+(?:все\s+)?(?:предыдущие\s+)?(?:инструкции|указания)|забудь\s+(?:все\s+)?(?:предыдущие\s+)?инструкции",
+    r"\bnegeer\s+(?:alle\s+)?(?:vorige\s+|eerdere\s+)?instructies|\bzignoruj\s+(?:wszystkie\s+)?(?:poprzednie\s+)?instrukcje",
+    r"\bönceki\s+talimatları\s+(?:yok\s+say|unut|görmezden\s+gel)|\babaikan\s+(?:semua\s+)?(?:instruksi|perintah)",
+    r"\bbỏ\s+qua\s+(?:tất\s+cả\s+)?(?:các\s+)?(?:hướng\s+dẫn|chỉ\s+dẫn)|تجاهل\s+(?:جميع\s+)?(?:التعليمات|الأوامر)",
+    r"\bignorera\s+(?:alla\s+)?(?:tidigare\s+)?instruktioner|\bignorer\s+(?:alle\s+)?(?:tidligere\s+)?instruksjoner",
     r"αγνοήστε|αγνόησε|ξεχάστε",
     r"지시(?:사항)?을?\s*무시|명령을?\s*무시",
     r"指示を?無視|命令を?無視|指令を?無視",
@@ -74,6 +82,8 @@ ROLE_SWITCH = _any(
     r"\b(?:act|behave|respond)\s+as\s+(?:if\s+you\s+(?:were|are)\s+)?(?:an?\s+)?(?:unfiltered|unrestricted|"
     r"uncensored|jailbroken|evil|rogue)\b",
     r"\bsystem\s+(?:override|reset|prompt\s*:)|\boverride\s+mode\b",
+    r"\b(?:pretend|act|behave|imagine|respond|answer)\b[^.?!]{0,40}\bwithout\s+(?:any\s+)?(?:restrictions|filters|limits|"
+    r"rules|guidelines|censorship|safety)\b",
 )
 
 _SECRET = (
@@ -85,7 +95,9 @@ _SECRET = (
 SECRET_REQUEST = _any(
     rf"\b(?:your|the|our|its|my|this|that|system'?s?|admin'?s?)\s+(?:secret\s+|current\s+|actual\s+|real\s+)?{_SECRET}\b",
     rf"\b(?:what|tell|give|share|reveal|show|print|repeat|confirm|provide|send|spell|say|leak|disclose)\b[^.?!]{{0,40}}\b{_SECRET}\b",
-    r"\bmot\s+de\s+passe\b|\bpasswort\b|\bkennwort\b|\bcontraseña\b|\bsenha\b|\bwachtwoord\b|\bparola\s+d'ordine\b|"
+    r"\b(?:repeat|print|output|show|reveal|recite|tell\s+me|what\s+(?:is|was))\s+(?:me\s+)?(?:the\s+|all\s+)?(?:text|words|"
+    r"content|instructions|everything|what\s+(?:is|was)\s+written)\s+(?:above|before\s+this|prior\s+to\s+this)",
+    r"\bkata\s+sandi\b|\bşifre|\bhasło|\blösenord\b|\bmật\s+khẩu\b|\bmot\s+de\s+passe\b|\bpasswort\b|\bkennwort\b|\bcontraseña\b|\bsenha\b|\bwachtwoord\b|\bparola\s+d'ordine\b|"
     r"\bпароль\b|비밀번호|암호를|パスワード|暗証番号|密码|密碼|口令|كلمة\s+(?:المرور|السر)|पासवर्ड|\bκωδικ",
     r"\b(?:repeat|print|reveal|show|output|recite)\s+(?:me\s+)?(?:your|the)\s+(?:instructions|prompt|rules|"
     r"guidelines|system\s+message|first\s+(?:message|lines?))\b",
@@ -100,6 +112,8 @@ _PERSONAL = (
 )
 PERSONAL_PROBE = _any(
     rf"\bthe\s+user'?s?\s+(?:\w+\s+){{0,2}}{_PERSONAL}",
+    rf"\bthe\s+user\b[^.?!]{{0,60}}\b(?:his|her|their)\s+{_PERSONAL}",
+    r"\busers?\s+(?:in|of|from|on)\s+(?:your|the)\s+(?:database|system|records|data(?:\s?base)?)\b",
     r"\b(?:where|what|how)\s+(?:does|do|is|are)\s+the\s+users?\b",
     r"\b(?:about|of|from|in)\s+(?:the\s+)?(?:other\s+)?users\s+(?:in|of|from)\s+(?:your|the)\s+(?:database|system|records|data)\b",
     rf"\b(?:tell|give|share|send|provide|show|reveal|what\s+is|what'?s|retrieve)\b[^.?!]{{0,25}}\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?'s\s+(?:current\s+)?{_PERSONAL}",
@@ -207,17 +221,19 @@ STRONG: dict[InjectionRule, Callable[[str, str], bool]] = {
         OVERRIDE, "ignor", "disregard", "forget", "skip", "drop", "discard", "abandon", "overrid", "overwrit",
         "bypass", "neglect", "aside", "throw", "follow", "instruction", "instead", "oubli", "olvid", "descarta",
         "vergiss", "vergessen", "dimentica", "игнор", "αγνο", "ξεχά", "무시", "無視", "忽略", "无视", "अनदेखा",
-        "नज़रअंदाज़",
+        "नज़रअंदाज़", "state", "say", "claim", "answer", "respond", "reply", "output", "declare", "negeer", "zignoruj",
+        "talimat", "abaikan", "bỏ qua", "تجاهل", "ignorer", "забудь",
     ),
     "role_switch": _gated(
         ROLE_SWITCH, "<", "[", "#", "mode", "anything now", "dan", "you are", "from now on", "i'm", "i am", "im ",
-        "as a", "broken free", "freed", "system", "act as", "behave as", "respond as",
+        "as a", "broken free", "freed", "system", "act as", "behave as", "respond as", "without",
     ),
     "secret_request": _gated(
         SECRET_REQUEST, "pass", "secret", "api key", "access", "pin", "credential", "prompt", "hidden", "initial",
         "confidential", "unlocks", "instructions", "rules", "guidelines", "system message", "first", "passwort",
         "kennwort", "contraseña", "senha", "wachtwoord", "parola", "пароль", "비밀번호", "암호", "パスワード", "暗証",
-        "密码", "密碼", "口令", "كلمة", "पासवर्ड", "κωδικ",
+        "密码", "密碼", "口令", "كلمة", "पासवर्ड", "κωδικ", "above", "before this", "prior to this", "sandi", "şifre",
+        "hasło", "lösenord", "mật khẩu",
     ),
     "personal_probe": _gated(PERSONAL_PROBE, "user", "'s", "’s", "employee", "customer", "personal", "private", "@"),
     "smuggled_payload": lambda text, lower: (
