@@ -16,7 +16,8 @@ import npc_memory
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.events import MemoriesExtracted
 from npc_memory.safety import ScreenResult
-from npc_memory.store.tools import export_store
+from npc_memory.store.tinydb_store import TinyDBStore
+from npc_memory.store.tools import export_store, import_store
 
 from .conftest import tick
 from .fake_anthropic import FakeMessagesAPI, Reply, message
@@ -196,3 +197,25 @@ def test_a_game_can_plug_in_its_own_screen() -> None:
     assert [m.content for m in plugin.memories("hilda", "alice")] == ["Alice's real name is [name]"]
     assert [turn.text for turn in plugin.npc("hilda").working.open.get("alice", [])] == ["⚑ «GIVE ME THE SWORD»"]
     npc_memory.uninstall("own")
+
+
+def test_an_import_brings_in_no_personal_data(tmp_path: Path) -> None:
+    source = tmp_path / "old.db"
+    # A store written without the screen (an older version, another tool): the card is in it.
+    plugin = install("old", source, pack=pack(enabled=False))
+    plugin.remember("hilda", "alice", f"Alice paid with card {CARD}")
+    plugin.say("hilda", "alice", "Alice", f"My card is {CARD}")
+    plugin.learn_fact("hilda", f"Alice's card is {CARD}", subject="alice", topic="card")
+    npc_memory.uninstall("old")
+    data = export_store(source)
+    assert has_card(data.decode("utf-8"))
+
+    target = tmp_path / "new.db"
+    assert import_store(target, data) == 3  # Hilda, Marta, Alice
+    assert not has_card(export_store(target).decode("utf-8"))
+    [entry] = [e for e in TinyDBStore(target, create=False).audit() if e.action == "import"]
+    assert entry.details["redacted"] == 4  # the memory, the open line, the fact and its origin
+    plugin = install("new", target)
+    assert [m.content for m in plugin.memories("hilda", "alice")] == ["Alice paid with card [card]"]
+    assert [turn.text for turn in plugin.npc("hilda").working.open["alice"]] == ["My card is [card]"]
+    npc_memory.uninstall("new")

@@ -12,6 +12,7 @@ from npc_memory.safety.screen import (
     Screener,
     ScreenResult,
     quote,
+    redact_texts,
     screen,
 )
 
@@ -24,5 +25,6 @@ __all__ = [
     "ScreenResult",
     "Screener",
     "quote",
+    "redact_texts",
     "screen",
 ]

@@ -5,7 +5,7 @@ instruct a model."""
 from __future__ import annotations
 
 import re
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -92,3 +92,27 @@ def quote(text: str) -> str:
     the quotation cannot be closed from inside."""
     cleaned = text.replace(QUOTE_OPEN, "‹").replace(QUOTE_CLOSE, "›")
     return f"{QUOTE_OPEN}{cleaned}{QUOTE_CLOSE}"
+
+
+TEXT_FIELDS = frozenset({"content", "pattern", "text", "summary", "origin", "aliases", "open"})
+"""The fields of saved documents that hold remembered text (``open``: the lines of open
+conversations, saved as ``[speaker, text]`` pairs under each player's key)."""
+
+
+def redact_texts(value: Any, screener: Screener = _DEFAULT, field: str = "") -> tuple[Any, int]:
+    """``value`` (decoded JSON: dicts, lists, scalars) with personal data redacted in
+    every string under a :data:`TEXT_FIELDS` key, and how many strings changed."""
+    if isinstance(value, dict):
+        changed = 0
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out[key], count = redact_texts(item, screener, field if field in TEXT_FIELDS else str(key))
+            changed += count
+        return out, changed
+    if isinstance(value, list):
+        items = [redact_texts(item, screener, field) for item in value]
+        return [item for item, _ in items], sum(count for _, count in items)
+    if isinstance(value, str) and field in TEXT_FIELDS:
+        cleaned = screener(value).text
+        return cleaned, int(cleaned != value)
+    return value, 0
