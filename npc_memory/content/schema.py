@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 import string
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -430,13 +430,8 @@ InjectionRule = Literal[
 ]
 """A family of rules by which the safety screen flags text that tries to instruct a model."""
 
-ALL_PII_TYPES: tuple[PiiType, ...] = (
-    "email", "phone", "card", "iban", "ip", "ssn", "address", "postcode", "url", "birth_date"
-)
-ALL_INJECTION_RULES: tuple[InjectionRule, ...] = (
-    "override", "role_switch", "secret_request", "personal_probe", "format_manipulation",
-    "smuggled_payload", "repetition", "embedded_dialogue", "rule_persuasion", "framing",
-)
+ALL_PII_TYPES: tuple[PiiType, ...] = get_args(PiiType)
+ALL_INJECTION_RULES: tuple[InjectionRule, ...] = get_args(InjectionRule)
 
 
 class SafetyRules(_Model):
