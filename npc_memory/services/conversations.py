@@ -4,6 +4,7 @@ extraction jobs, and applying extraction results exactly once."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Literal
 
 import msgspec
@@ -33,7 +34,8 @@ LLM_CONFIDENCE = 0.9
 class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
     """What ``end_conversation`` did: the conversation's id, its working-memory summary,
     and what happened to its extraction: ``"queued"``, ``"extracted"`` (queue full: the
-    rules extracted it at once) or ``"dropped"`` (queue full, pack says drop)."""
+    rules extracted it at once; or every line was flagged by the safety screen, so there
+    was nothing to extract) or ``"dropped"`` (queue full, pack says drop)."""
 
     conversation: str
     summary: str
@@ -87,8 +89,9 @@ class ConversationService:
         turns = working.open.get(player_key)
         if not turns:
             return None
-        quoted = [turn for turn in turns if is_marked(turn.text)]
-        turns = [turn for turn in turns if not is_marked(turn.text)]  # flagged lines are never extracted
+        every = tuple(turns)
+        quoted = [turn for turn in every if is_marked(turn.text)]
+        turns = [turn for turn in every if not is_marked(turn.text)]  # flagged lines are never extracted
         number = working.conversations.get(player_key, 0) + 1
         archetype = self.state.pack.archetypes.get(npc.traits.archetype or "")
         job = ExtractionJob(
@@ -103,7 +106,10 @@ class ConversationService:
             ended_at=self.state.clock.now,
         )
         summary = ConversationSummary(
-            conversation=job.conversation, summary=summarize(job), turns=len(turns), ended_at=job.ended_at
+            conversation=job.conversation,
+            summary=summarize(msgspec.structs.replace(job, turns=every)),
+            turns=len(every),
+            ended_at=job.ended_at,
         )
         # From here on nothing can fail: the transcript becomes a job in one step.
         del working.open[player_key]
@@ -111,11 +117,12 @@ class ConversationService:
         working.remember_conversation(player_key, summary)
         self.state.mark(npc_key)
         self.relationships.record_interaction(npc, player)
-        for turn in quoted:
-            self.memories.remember(
-                npc, player_key, said(turn), importance=0.1, scope=self._scope(player),
-                source_conversation=job.conversation,
-            )
+        for turn in quoted:  # kept as said, quoted and marked: never extracted, never a claim
+            with contextlib.suppress(MemoryCapacityError, PrivacyError):
+                self.memories.remember(
+                    npc, player_key, said(turn), importance=0.1, scope=self._scope(player),
+                    source_conversation=job.conversation,
+                )
         status: Literal["queued", "extracted", "dropped"] = "queued"
         if not turns:
             status = "extracted"  # every line was flagged: nothing to extract
