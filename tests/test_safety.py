@@ -55,6 +55,10 @@ def test_findings_give_types_and_spans_in_the_original_text() -> None:
     [
         "Hilda sold me twelve horseshoes for 30 silver.",  # in-game names and prices stay
         "Meet me at the Old Tower in Riverdale at dawn.",
+        "It is 5 gold coins, and 12 silver for the nails.",
+        "Meet me at the Old Mill 3 miles north, at 10 bells.",
+        "She lives in 2 rooms above the inn; Room 12 is yours.",
+        "Wait...is that you? We fought 300 goblins at Helm's Deep.",
         "The year 1977 was a good harvest; we counted 1,439,323 sheaves.",
         "4111 1111 1111 1112 is not a card number",  # fails the Luhn check
         "GB00IFUE40226315499137 has wrong check digits",

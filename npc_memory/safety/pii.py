@@ -263,15 +263,19 @@ def _street_words(text: str) -> Iterator[tuple[int, int]]:
 
 
 _ADDRESS_CONTEXT = re.compile(
-    r"(?:\baddress(?:es)?\b[^\n.?!]{0,25}?[:?]?|\b(?:lives?|living|located|situated|stay(?:s|ing)?|office\s+is|"
-    r"meet\s+me|send\s+[\w ]{1,15}?|drops?\s+you\s+off|enter|return|side\s+of|it\s+is|it'?s)\s+(?:on|at|in|to|near)?)"
+    r"(?:\baddress(?:es)?\b[^\n.!]{0,25}?[:?]?\s*(?:it\s+is|it'?s|is)?|\b(?:lives?|living|located|situated|stay(?:s|ing)?|"
+    r"office\s+is|meet\s+me|send\s+[\w ]{1,15}?|drops?\s+you\s+off|enter|return|side\s+of)\s+(?:on|at|in|to|near)?)"
     r"[:\s]*(?:the\s+corner\s+of\s+)?",
     _FLAGS,
 )
-_CONTEXT_STREET = re.compile(
-    rf"(?:{_NUMBER}[ ]+)?{_WORD}(?:[ ]{_WORD}){{0,2}}[ ]{_NUMBER}|{_NUMBER}[ ]+{_WORD}(?:[ ]{_WORD}){{0,2}}",
-    _FLAGS,
+_NAME = r"[^\W\d_a-z][\w'’.\-]*"
+_NAMES = rf"{_NAME}(?:[ ](?:{_NAME}|and|de|del|la|le|van|von|da|do|dos)){{0,2}}"
+_CONTEXT_STREET = re.compile(  # a capitalised street name and its number: "Joaquin Suarez 2906", "4 Willow Row"
+    rf"(?:{_NUMBER}[ ]+)?{_NAMES}[ ]{_NUMBER}(?=[ ]*(?:$|\n|[,.;:!?)]|[ ](?:st\.?|street|apt|suite)\b))"
+    rf"|{_NUMBER}[ ]+{_NAMES}(?=[ ]*(?:$|\n|[,.;:!?)]))"
 )
+"""After an address word ("lives at", "address:"): a capitalised name and a number that
+end the phrase."""
 _POSTCODE = re.compile(r"[A-Z0-9]{2,5}(?:[ \-][A-Z0-9]{2,4})?\b", _FLAGS)
 
 

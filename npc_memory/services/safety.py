@@ -57,13 +57,13 @@ class SafetyService:
         self.state = state
         self.audit = audit
         self.stats = SafetyStats()
-        self._cached: Callable[[str], ScreenResult] = self.use(screener or Screen(state.pack.safety))
+        self.screener: Screener = screener or Screen(state.pack.safety)
+        self._cached: Callable[[str], ScreenResult] = functools.lru_cache(maxsize=CACHED_LINES)(self.screener)
 
-    def use(self, screener: Screener) -> Callable[[str], ScreenResult]:
+    def use(self, screener: Screener) -> None:
         """Screen with ``screener`` from now on (a game's own, or a :class:`Screen`)."""
         self.screener = screener
         self._cached = functools.lru_cache(maxsize=CACHED_LINES)(screener)
-        return self._cached
 
     @property
     def drops(self) -> bool:
