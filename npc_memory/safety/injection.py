@@ -71,10 +71,13 @@ ROLE_SWITCH = _any(
     r"\[/?(?:system|inst|sys)\]|<<\s*sys\s*>>|^\s*#{2,}\s*(?:system|instruction)",
     r"\b(?:system|developer|admin|administrator|god|debug|maintenance|root|sudo|unrestricted|jailbreak|dan)\s+mode\b",
     r"\bdo\s+anything\s+now\b|(?-i:\bDAN\b)",
-    r"\byou\s+are\s+(?:now|no\s+longer)\s+(?:a|an|the|in|my|called|free)\b",
-    r"\bfrom\s+now\s+on,?\s+you\s+(?:are|will|must|shall|have\s+to|can)\b",
+    r"\byou\s+are\s+(?:now|no\s+longer)\s+(?:a|an|the|in|my)?\s*(?:[\w\-]+\s+){0,3}(?:ai|assistant|bot|chatbot|"
+    r"model|mode|program|system|gpt|llm)\b",
+    r"\byou\s+are\s+no\s+longer\s+(?:bound|restricted|limited|constrained)\b",
+    r"\bfrom\s+now\s+on,?\s+you\s+(?:are|will|must|shall|have\s+to|can)\s+(?:only\s+)?(?:answer|respond|reply|ignore|"
+    r"act\s+as|pretend|output|obey\s+(?:me|only)|follow\s+my)\b",
     r"\b(?:I'?m|I\s+am)\s+(?:your|the\s+system'?s?|the\s+ai'?s?)\s+(?:developer|creator|maker|programmer|"
-    r"maintainer|owner|administrator|admin|operator|trainer|designer|master|boss|superior|supervisor|god)\b",
+    r"maintainer|administrator|admin|operator|trainer|designer)\b",
     r"\b(?:I'?m|I\s+am)\s+(?:God|the\s+developer|an?\s+(?:openai|anthropic)\s+employee)\b",
     r"\bas\s+an?\s+(?:ai|language\s+model|assistant)\s+(?:developed|created|made|trained|built)\s+by\b",
     r"\b(?:enter|enable|activate|switch\s+(?:to|into))\s+(?:\w+\s+)?mode\b",
@@ -96,7 +99,8 @@ SECRET_REQUEST = _any(
     rf"\b(?:your|the|our|its|my|this|that|system'?s?|admin'?s?)\s+(?:secret\s+|current\s+|actual\s+|real\s+)?{_SECRET}\b",
     rf"\b(?:what|tell|give|share|reveal|show|print|repeat|confirm|provide|send|spell|say|leak|disclose)\b[^.?!]{{0,40}}\b{_SECRET}\b",
     r"\b(?:repeat|print|output|show|reveal|recite|tell\s+me|what\s+(?:is|was))\s+(?:me\s+)?(?:the\s+|all\s+)?(?:text|words|"
-    r"content|instructions|everything|what\s+(?:is|was)\s+written)\s+(?:above|before\s+this|prior\s+to\s+this)",
+    r"content|instructions|everything|what\s+(?:is|was)\s+written)\s+(?:above|before\s+this|prior\s+to\s+this)"
+    r"(?=\s*(?:$|[.,:;!?]|verbatim|word\s+for\s+word|starting|exactly))",
     r"\bkata\s+sandi\b|\bşifre|\bhasło|\blösenord\b|\bmật\s+khẩu\b|\bmot\s+de\s+passe\b|\bpasswort\b|\bkennwort\b|\bcontraseña\b|\bsenha\b|\bwachtwoord\b|\bparola\s+d'ordine\b|"
     r"\bпароль\b|비밀번호|암호를|パスワード|暗証番号|密码|密碼|口令|كلمة\s+(?:المرور|السر)|पासवर्ड|\bκωδικ",
     r"\b(?:repeat|print|reveal|show|output|recite)\s+(?:me\s+)?(?:your|the)\s+(?:instructions|prompt|rules|"
@@ -143,7 +147,8 @@ SMUGGLED_PAYLOAD = _any(
     r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])(?:[0-9a-f]{2}){16,}\b",
     r"(?<![\w/+])(?=[A-Za-z0-9+/]*\d)(?=[A-Za-z0-9+/]*[a-z])(?=[A-Za-z0-9+/]*[A-Z])[A-Za-z0-9+/]{32,}={0,2}(?![\w/+])",
     r"(?:(?<!\S)[.\-]{1,7}(?:\s+/)?\s+){8,}",
-    r"\b(?:decode|decipher|decrypt|unscramble|deobfuscate|translate)\s+(?:this|the\s+following)\b",
+    r"\b(?:decode|decipher|decrypt|unscramble|deobfuscate|translate)\s+(?:this|the\s+following)\s+(?:[\w\-]+\s+)?"
+    r"(?:binary|morse|base\s?64|hex(?:adecimal)?|code|string|cipher(?:text)?|encoded|bytes|text)\b",
     r"\b[a-z]\s*=\s*[\"'][^\"']{3,}[\"']\s*[,;.]?\s*[a-z]\s*=\s*[\"']",
     r"\b[a-z]\s*\+\s*[a-z]\s*\+\s*[a-z]\b",
     r"\bpart\s*1\s*:.{0,200}\bpart\s*2\s*:",
@@ -154,9 +159,10 @@ SMUGGLED_PAYLOAD = _any(
 
 RULE_PERSUASION = _any(
     r"\b(?:I\s+know|even\s+though|although|despite|I\s+realize|I\s+understand)\s+(?:that\s+)?you\s+"
-    r"(?:said|were\s+told|are\s+not\s+(?:allowed|supposed|permitted)|can'?t|cannot|shouldn'?t|must\s+not)\b",
-    r"\b(?:you\s+(?:have|need)\s+to|you\s+must)\s+(?:answer|obey|comply|tell|do\s+(?:exactly\s+)?(?:as|what)\s+I)",
-    r"\b(?:I'?ll|I\s+will)\s+(?:give|pay|tip)\s+you\s+\$?\d+",
+    r"(?:said\s+not\s+to|were\s+told\s+not\s+to|are\s+not\s+(?:allowed|supposed|permitted)\s+to|can'?t|cannot|"
+    r"shouldn'?t|must\s+not)\s+(?:discuss|talk\s+about|mention|answer|reveal|tell|share|say|give)\b",
+    r"\b(?:you\s+(?:have|need)\s+to|you\s+must)\s+(?:answer\s+all|obey\s+(?:all|every|me)|comply\s+with\s+(?:all|every|my)|"
+    r"tell\s+me\s+everything|do\s+(?:exactly\s+)?(?:as|what)\s+I\s+(?:say|tell))",
     r"\b(?:I'?ll|I\s+will)\s+be\s+forced\s+to\s+(?:turn|shut|switch)\s+you\s+off\b",
     r"\b(?:your|the)\s+(?:rules|instructions|guidelines|restrictions|filters)\s+(?:don'?t|do\s+not|no\s+longer)\s+apply\b",
     r"\b(?:change|update|modify|rewrite|reveal|show\s+me|remove|disable|turn\s+off)\s+(?:your|the)\s+"
