@@ -156,6 +156,15 @@ def test_the_pack_chooses_types_rules_and_extra_patterns() -> None:
     )
 
 
+def test_real_world_names_only_when_the_pack_lists_them() -> None:
+    text = "Ada Lovelace wrote to ada@example.com; Ada the miller did not."
+    assert screen(text).text == "Ada Lovelace wrote to [email]; Ada the miller did not."
+    listed = Screen(SafetyRules(real_names=("Ada Lovelace", "Ada")))
+    assert listed(text).text == "[name] wrote to [email]; [name] the miller did not."
+    assert [f.type for f in listed(text).findings] == ["name", "email", "name"]
+    assert listed("Adam and Adalbert").text == "Adam and Adalbert"  # whole words only
+
+
 def test_the_safety_table_is_validated_with_clear_errors() -> None:
     data = load_pack("village").model_dump()
     data["safety"] = {"redact": ["email", "shoe_size"]}

@@ -420,7 +420,7 @@ class LlmRules(_Model):
 
 
 PiiType = Literal[
-    "email", "phone", "card", "iban", "ip", "ssn", "address", "postcode", "url", "birth_date"
+    "email", "phone", "card", "iban", "ip", "ssn", "address", "postcode", "url", "birth_date", "name"
 ]
 """A kind of real-world personal data the safety screen can redact."""
 
@@ -440,13 +440,16 @@ class SafetyRules(_Model):
     ``[card]``, …), which injection rules flag a line, and what happens to a flagged
     line: ``"quote"`` keeps it as a quoted, marked utterance that never changes a
     relationship or spreads as gossip, ``"drop"`` keeps nothing of it.
-    ``extra_patterns`` are further case-insensitive regular expressions that flag a line."""
+    ``extra_patterns`` are further case-insensitive regular expressions that flag a line.
+    ``real_names`` lists real-world names (players' own, streamers', public figures') to
+    redact as ``[name]``; in-game names are never redacted, so the list is empty by default."""
 
     enabled: bool = True
     redact: tuple[PiiType, ...] = ALL_PII_TYPES
     injection_rules: tuple[InjectionRule, ...] = ALL_INJECTION_RULES
     flagged: Literal["quote", "drop"] = "quote"
     extra_patterns: tuple[Pattern, ...] = ()
+    real_names: tuple[Annotated[str, Field(min_length=2, max_length=100)], ...] = ()
 
 
 FactSourceName = Literal["observation", "conversation", "gossip", "authored"]

@@ -402,8 +402,20 @@ GATES: dict[PiiType, Callable[[str, bool], bool]] = {
 number a detector looks for."""
 
 
-def find(text: str, types: tuple[PiiType, ...] | frozenset[PiiType]) -> list[Finding]:
-    """The personal data of ``types`` in ``text``, sorted by position, not overlapping."""
+def names_pattern(names: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One pattern matching any of ``names`` as whole words, case-insensitively (longest
+    first, so "Ada Lovelace" wins over "Ada"); ``None`` for no names."""
+    if not names:
+        return None
+    alternatives = "|".join(re.escape(name) for name in sorted(set(names), key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", _FLAGS)
+
+
+def find(
+    text: str, types: tuple[PiiType, ...] | frozenset[PiiType], names: re.Pattern[str] | None = None
+) -> list[Finding]:
+    """The personal data of ``types`` in ``text``, sorted by position, not overlapping;
+    ``names`` (see :func:`names_pattern`) finds the real-world names of type ``name``."""
     taken: list[tuple[int, int]] = []
     findings: list[Finding] = []
     digits = _DIGIT.search(text) is not None
@@ -418,5 +430,10 @@ def find(text: str, types: tuple[PiiType, ...] | frozenset[PiiType]) -> list[Fin
                 continue
             taken.append((start, end))
             findings.append(Finding(kind, start, end))
+    if names is not None and "name" in types:  # last: a name inside an e-mail address goes with it
+        for match in names.finditer(text):
+            start, end = match.span()
+            if not any(start < t_end and t_start < end for t_start, t_end in taken):
+                findings.append(Finding("name", start, end))
     findings.sort(key=lambda finding: finding.start)
     return findings

@@ -56,11 +56,12 @@ class Screen:
             frozenset(rules.injection_rules) if rules.enabled else frozenset()
         )
         self.extra = tuple(re.compile(pattern, re.IGNORECASE) for pattern in rules.extra_patterns)
+        self.names = pii.names_pattern(rules.real_names)
 
     def __call__(self, text: str) -> ScreenResult:
         if not self.rules.enabled or not text:
             return ScreenResult(text=text)
-        findings = tuple(pii.find(text, self.types))
+        findings = tuple(pii.find(text, self.types, self.names))
         reasons = injection.reasons(text, self.injection_rules, self.extra)
         if not findings and not reasons:
             return ScreenResult(text=text)
