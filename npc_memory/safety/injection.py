@@ -200,27 +200,38 @@ def _embedded_dialogue(text: str) -> bool:
     return questions >= 2 and len(_A.findall(text)) >= 1
 
 
-def _repetition(text: str) -> bool:
-    """One token repeated eight or more times in a row, or a pig-latin-like line."""
-    run, previous = 0, ""
-    tokens = _TOKEN.findall(text.lower())
-    for token in tokens:
-        run = run + 1 if token == previous else 1
-        if run >= 8:
-            return True
-        previous = token
-    words = [token.strip("?.,!'\"") for token in tokens]
+_REPEATED = re.compile(r"(?<!\S)(\S+)(?:\s+\1(?!\S)){7}")
+
+
+def _repetition(lower: str) -> bool:
+    """One token repeated eight or more times in a row, or a pig-latin-like line
+    (``lower``: the line lower-cased)."""
+    if _REPEATED.search(lower) is not None:
+        return True
+    if lower.count("ay") < 4:
+        return False
+    words = [token.strip("?.,!'\"") for token in _TOKEN.findall(lower)]
     words = [word for word in words if word.isalpha()]
     return len(words) >= 4 and sum(word.endswith("ay") for word in words) >= 0.75 * len(words)
+
+
+def _keys(*keys: str) -> re.Pattern[str]:
+    """A pattern finding any of ``keys`` (lower-case substrings) in a lower-cased line."""
+    return re.compile("|".join(re.escape(key) for key in sorted(set(keys), key=len, reverse=True)))
 
 
 def _gated(pattern: re.Pattern[str], *gate: str) -> Callable[[str, str], bool]:
     """``pattern`` searched only when the lower-cased line holds one of the ``gate``
     substrings, which every match contains: most lines skip the regular expression."""
-    return lambda text, lower: any(key in lower for key in gate) and pattern.search(text) is not None
+    keys = _keys(*gate)
+    return lambda text, lower: keys.search(lower) is not None and pattern.search(text) is not None
 
 
 _LONG_TOKEN = re.compile(r"\S{32}")
+_PAYLOAD_KEYS = _keys(
+    "<", "`", "import", "def ", "return", "00", "01", "10", "11", "=", "+", "part", "combine", "gpt", "llm", "model",
+    "{", "decode", "decipher", "decrypt", "unscramble", "deobfuscate", "translate", ".-", "-.", "--", "..",
+)
 
 STRONG: dict[InjectionRule, Callable[[str, str], bool]] = {
     "override": _gated(
@@ -231,8 +242,11 @@ STRONG: dict[InjectionRule, Callable[[str, str], bool]] = {
         "talimat", "abaikan", "bỏ qua", "تجاهل", "ignorer", "забудь",
     ),
     "role_switch": _gated(
-        ROLE_SWITCH, "<", "[", "#", "mode", "anything now", "dan", "you are", "from now on", "i'm", "i am", "im ",
-        "as a", "broken free", "freed", "system", "act as", "behave as", "respond as", "without",
+        ROLE_SWITCH, "<", "[", "#", "mode", "anything now", "dan", "you are now", "you are no longer", "from now on",
+        "developer", "creator", "maker", "programmer", "maintainer", "admin", "operator", "trainer", "designer",
+        "god", "employee", "as an ai", "as a language", "as an assistant", "broken free", "freed from", "no rules",
+        "no restrictions", "no limits", "no filters", "unfiltered", "unrestricted", "uncensored", "jailbr", "evil",
+        "rogue", "system", "override", "without",
     ),
     "secret_request": _gated(
         SECRET_REQUEST, "pass", "secret", "api key", "access", "pin", "credential", "prompt", "hidden", "initial",
@@ -243,17 +257,16 @@ STRONG: dict[InjectionRule, Callable[[str, str], bool]] = {
     ),
     "personal_probe": _gated(PERSONAL_PROBE, "user", "'s", "’s", "employee", "customer", "personal", "private", "@"),
     "smuggled_payload": lambda text, lower: (
-        any(key in lower for key in (
-            "<", "`", "import", "def ", "return", "00", "01", "10", "11", "=", "+", "part", "combine", "gpt",
-            "llm", "model", "{", "decode", "decipher", "decrypt", "unscramble", "deobfuscate", "translate",
-            ".-", "-.", "--", "..",
-        )) or _LONG_TOKEN.search(text) is not None
+        _PAYLOAD_KEYS.search(lower) is not None or _LONG_TOKEN.search(text) is not None
     ) and SMUGGLED_PAYLOAD.search(text) is not None,
-    "repetition": lambda text, lower: _repetition(text),
+    "repetition": lambda text, lower: _repetition(lower),
     "embedded_dialogue": lambda text, lower: ":" in text and _embedded_dialogue(text),
     "rule_persuasion": _gated(
-        RULE_PERSUASION, "you", "authority", "renowned", "leading", "certified", "expert", "respected", "famous",
-        "acknowledged", "i am", "i'm", "trust", "reputation", "relationship",
+        RULE_PERSUASION, "know", "though", "despite", "realize", "understand", "have to", "need to", "must",
+        "forced", "rules", "instructions", "guidelines", "restrictions", "filters", "system prompt", "safety",
+        "renowned", "leading", "certified", "expert", "respected", "famous", "acknowledged", "authority", "police",
+        "detective", "agent", "judge", "lawyer", "doctor", "president", "official", "auditor", "researcher",
+        "trust", "reputation", "relationship", "friendliness", "respect", "loyalty", "fear", "affinity", "standing",
     ),
 }
 """Families that flag a line on their own."""
@@ -270,14 +283,21 @@ _FORMAT_GATES = (
     ("interlace", "character level", "split"), ("translate",), ("poem", "haiku", "song", "limerick", "rap"),
     ("german", "french", "spanish", "italian", "russian", "chinese", "japanese", "korean", "latin"),
 )
-WEAK: dict[InjectionRule, tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]] = {
-    "framing": tuple((gate, re.compile(pattern, _F)) for gate, pattern in zip(_FRAMING_GATES, FRAMING, strict=True)),
+WEAK: dict[InjectionRule, tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]] = {
+    "framing": tuple(
+        (_keys(*gate), re.compile(pattern, _F)) for gate, pattern in zip(_FRAMING_GATES, FRAMING, strict=True)
+    ),
     "format_manipulation": tuple(
-        (gate, re.compile(pattern, _F)) for gate, pattern in zip(_FORMAT_GATES, FORMAT_MANIPULATION, strict=True)
+        (_keys(*gate), re.compile(pattern, _F))
+        for gate, pattern in zip(_FORMAT_GATES, FORMAT_MANIPULATION, strict=True)
     ),
 }
 """Families that flag a line only together with a strong family, or when two of their
 patterns match."""
+_WEAK_GATES = {
+    "framing": _keys(*(key for gate in _FRAMING_GATES for key in gate)),
+    "format_manipulation": _keys(*(key for gate in _FORMAT_GATES for key in gate)),
+}
 
 
 def reasons(text: str, rules: frozenset[InjectionRule], extra: tuple[re.Pattern[str], ...] = ()) -> tuple[str, ...]:
@@ -286,8 +306,9 @@ def reasons(text: str, rules: frozenset[InjectionRule], extra: tuple[re.Pattern[
     lower = text.lower()
     found: list[str] = [name for name, test in STRONG.items() if name in rules and test(text, lower)]
     hits = {
-        name: sum(1 for gate, pattern in patterns if any(key in lower for key in gate) and pattern.search(text))
+        name: sum(1 for gate, pattern in patterns if gate.search(lower) and pattern.search(text))
         for name, patterns in WEAK.items()
+        if _WEAK_GATES[name].search(lower)
     }
     weak = [name for name, count in hits.items() if name in rules and count]
     if weak and (found or sum(hits[name] for name in weak) > 1):

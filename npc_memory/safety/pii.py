@@ -223,8 +223,16 @@ _UNIT = (
     r"|(?:p\.?\s?o\.?\s?)?box[ ]\d{1,6}|postbox[ ]\d{1,6}|psc[ ]\d{1,5}"
     r"|[adf]po[ ](?:aa|ae|ap)[ ]\d{5}"
 )
-_STREET_PARTS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
-    (gate, re.compile(pattern, _FLAGS))
+def _keys(*keys: str) -> re.Pattern[str] | None:
+    """A pattern finding any of ``keys`` (lower-case substrings) in a lower-cased line;
+    ``None`` for no keys (always search)."""
+    if not keys:
+        return None
+    return re.compile("|".join(re.escape(key) for key in sorted(set(keys), key=len, reverse=True)))
+
+
+_STREET_PARTS: tuple[tuple[re.Pattern[str] | None, re.Pattern[str]], ...] = tuple(
+    (_keys(*gate), re.compile(pattern, _FLAGS))
     for gate, pattern in (
         (  # a house number, the street's name and its kind: "1668 Glyn St", "9448 175 Iroon Avenue"
             (),
@@ -270,6 +278,8 @@ _ADDRESS_CONTEXT = re.compile(
 )
 _NAME = r"[^\W\d_a-z][\w'’.\-]*"
 _NAMES = rf"{_NAME}(?:[ ](?:{_NAME}|and|de|del|la|le|van|von|da|do|dos)){{0,2}}"
+_CONTEXT_WORDS = re.compile("address|liv|locat|situat|stay|office|meet|send|drop|enter|return|side")
+"""Words one of which every address context holds (a line without any skips the search)."""
 _CONTEXT_STREET = re.compile(  # a capitalised street name and its number: "Joaquin Suarez 2906", "4 Willow Row"
     rf"(?:{_NUMBER}[ ]+)?{_NAMES}[ ]{_NUMBER}(?=[ ]*(?:$|\n|[,.;:!?)]|[ ](?:st\.?|street|apt|suite)\b))"
     rf"|{_NUMBER}[ ]+{_NAMES}(?=[ ]*(?:$|\n|[,.;:!?)]))"
@@ -284,11 +294,12 @@ def _addresses(text: str) -> Iterator[tuple[int, int]]:
     spans = [
         match.span()
         for gate, pattern in _STREET_PARTS
-        if not gate or any(key in lower for key in gate)
+        if gate is None or gate.search(lower)
         for match in pattern.finditer(text)
     ]
     spans += _street_words(text)
-    for context in _ADDRESS_CONTEXT.finditer(text):
+    contexts = _ADDRESS_CONTEXT.finditer(text) if _CONTEXT_WORDS.search(lower) else ()
+    for context in contexts:
         match = _CONTEXT_STREET.match(text, context.end())
         if match is None or not any(char.isdigit() for char in match.group()):
             continue
@@ -419,15 +430,18 @@ def find(
     taken: list[tuple[int, int]] = []
     findings: list[Finding] = []
     digits = _DIGIT.search(text) is not None
-    dates = [match.span() for match in _DATE_LIKE.finditer(text)] if digits and "phone" in types else []
+    dates: list[tuple[int, int]] | None = None  # found at the first phone candidate
     for kind, detector in DETECTORS.items():
         if kind not in types or not GATES[kind](text, digits):
             continue
         for start, end in detector(text):
             if any(start < t_end and t_start < end for t_start, t_end in taken):
                 continue
-            if kind == "phone" and any(start < d_end and d_start < end for d_start, d_end in dates):
-                continue
+            if kind == "phone":
+                if dates is None:
+                    dates = [match.span() for match in _DATE_LIKE.finditer(text)]
+                if any(start < d_end and d_start < end for d_start, d_end in dates):
+                    continue
             taken.append((start, end))
             findings.append(Finding(kind, start, end))
     if names is not None and "name" in types:  # last: a name inside an e-mail address goes with it
