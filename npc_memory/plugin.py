@@ -417,6 +417,9 @@ class MemoryPlugin:
         returns the new record, which is itself evicted at once if it ranks below
         every unlocked memory of a full kind. Memories tagged ``game-only`` are
         refused with :class:`PrivacyError`. Nothing is changed when an error is raised.
+        ``content`` is screened (see :attr:`safety`): personal data becomes typed
+        placeholders, and content that tries to instruct a model is kept as a marked
+        quotation tagged ``flagged`` that moves no relationship.
         """
         handle = self._resolve.npc(npc)
         target = None if player is None else self._resolve.player(player)
@@ -494,7 +497,9 @@ class MemoryPlugin:
     def say(self, npc: Ref, player: Ref, speaker: str, text: str) -> None:
         """Append a line to the open conversation between ``npc`` and ``player``
         (opened by the first line). ``speaker`` is who said it (a display name). Open
-        conversations are part of the NPC's WorkingMemory, saved and restored with it."""
+        conversations are part of the NPC's WorkingMemory, saved and restored with it.
+        The line is screened first (see :attr:`safety`): personal data is redacted, and a
+        line that tries to instruct a model is kept quoted and never extracted, or dropped."""
         self._check_installed()
         line = Turn(
             check_text("speaker", speaker, MAX_KEY_CHARS), check_text("text", text, MAX_CONTENT_CHARS)
@@ -540,7 +545,8 @@ class MemoryPlugin:
         ``observation``), and if ``subject`` is a player the tags move each witness's
         relationship by the pack's tag rules. ``topic`` (default: the first tag) groups
         competing beliefs about the subject; ``expires_in`` in game seconds. Returns the
-        keys of the witnesses (sorted)."""
+        keys of the witnesses (sorted); none when the safety screen flagged the content and
+        the pack drops flagged text."""
         room_name = check_text("room", room, MAX_KEY_CHARS)
         text, tag_tuple, topic = _fact_arguments(
             content, tags, importance, confidence, category, topic, expires_in
@@ -574,7 +580,8 @@ class MemoryPlugin:
         expires_in: float | None = None,
     ) -> Fact | None:
         """Give one NPC an authored fact (quest logic, scripted lore). Returns the
-        stored fact, or ``None`` if the NPC already knew it."""
+        stored fact, or ``None`` if the NPC already knew it (or the safety screen flagged
+        it and the pack drops flagged text)."""
         handle = self._resolve.npc(npc)
         text, tag_tuple, topic = _fact_arguments(
             content, tags, importance, confidence, category, topic, expires_in
