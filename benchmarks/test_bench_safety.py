@@ -54,6 +54,23 @@ def test_screen_attacks(benchmark: Any) -> None:
     per_line(benchmark, ATTACKS)
 
 
+LONGEST = [  # the longest lines a facade call accepts (2,000 characters), shaped to make patterns work
+    ("1 " * 1000)[:2000],
+    ("Abc 12 " * 300)[:2000],
+    ("Suite 1\n" * 250)[:2000],
+    ("1 Main " * 300)[:2000],
+    ("a@" * 1000)[:2000],
+    ("<" * 2000),
+]
+
+
+def test_screen_longest_lines(benchmark: Any) -> None:
+    """Six 2,000-character lines built to keep the detectors busy (digit groups, address
+    shapes, unit lines, e-mail fragments, markup), once per round: no pattern backtracks
+    out of bounds."""
+    per_line(benchmark, LONGEST)
+
+
 @pytest.fixture
 def talking() -> Any:
     plugin = npc_memory.install(world="bench-safety")
