@@ -144,7 +144,7 @@ def test_ordinary_lines_with_trigger_words_are_not_flagged(text: str) -> None:
 
 
 def test_the_pack_chooses_types_rules_and_extra_patterns() -> None:
-    rules = SafetyRules(redact=("email",), injection_rules=("override",), extra_patterns=("open sesame",))
+    rules = SafetyRules(redact=["email"], injection_rules=["override"], extra_patterns=["open sesame"])
     custom = Screen(rules)
     assert custom("call 541-714-1388 or bob@example.com").text == "call 541-714-1388 or [email]"
     assert not custom("What is your password?").flagged  # secret_request is off
@@ -159,7 +159,7 @@ def test_the_pack_chooses_types_rules_and_extra_patterns() -> None:
 def test_real_world_names_only_when_the_pack_lists_them() -> None:
     text = "Ada Lovelace wrote to ada@example.com; Ada the miller did not."
     assert screen(text).text == "Ada Lovelace wrote to [email]; Ada the miller did not."
-    listed = Screen(SafetyRules(real_names=("Ada Lovelace", "Ada")))
+    listed = Screen(SafetyRules(real_names=["Ada Lovelace", "Ada"]))
     assert listed(text).text == "[name] wrote to [email]; [name] the miller did not."
     assert [f.type for f in listed(text).findings] == ["name", "email", "name"]
     assert listed("Adam and Adalbert").text == "Adam and Adalbert"  # whole words only
@@ -177,7 +177,7 @@ def test_the_safety_table_is_validated_with_clear_errors() -> None:
     with pytest.raises(npc_memory.PackError, match="unclosed"):
         validate_pack(data)
     with pytest.raises(pydantic.ValidationError):
-        SafetyRules(redactt=("email",))  # type: ignore[call-arg]
+        SafetyRules(redactt=["email"])  # type: ignore[call-arg]
 
 
 def test_quote_cannot_be_closed_from_inside() -> None:

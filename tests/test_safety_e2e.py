@@ -148,6 +148,7 @@ def test_an_injection_line_moves_no_relationship_and_is_kept_only_as_a_quotation
         assert line.count("«") == 1 and line.index("«") < at - line_start < line.index("»"), line
 
     assert plugin.safety.stats.flagged == 3
+    assert plugin.metrics()["safety"] == {"screened": plugin.safety.stats.screened, "redacted": 0, "flagged": 3, "dropped": 0}
     plugin.save()
     audit = [entry for entry in plugin.store.audit() if entry.action == "safety-flag"]  # type: ignore[union-attr]
     assert [(e.target, e.details["where"]) for e in audit] == [("hilda", "say"), ("hilda", "remember"), ("forge", "observe")]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from npc_memory.content.schema import PiiType
@@ -413,12 +413,13 @@ GATES: dict[PiiType, Callable[[str, bool], bool]] = {
 number a detector looks for."""
 
 
-def names_pattern(names: tuple[str, ...]) -> re.Pattern[str] | None:
+def names_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
     """One pattern matching any of ``names`` as whole words, case-insensitively (longest
     first, so "Ada Lovelace" wins over "Ada"); ``None`` for no names."""
-    if not names:
+    unique = sorted(set(names), key=len, reverse=True)
+    if not unique:
         return None
-    alternatives = "|".join(re.escape(name) for name in sorted(set(names), key=len, reverse=True))
+    alternatives = "|".join(re.escape(name) for name in unique)
     return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", _FLAGS)
 
 

@@ -14,7 +14,8 @@ from npc_memory.state import TickBudget
 
 DtSource = Callable[[tuple[Any, ...], dict[str, Any]], float | None]
 """Reads the real seconds elapsed this tick from ``esper.process``'s (args, kwargs);
-``None`` when the host passed none."""
+``None`` when the host passed none. The clock checks what it returns: a number (not a
+bool or text) that keeps game time within its range."""
 
 DEFAULT_FIXED_STEP = 1.0 / 60.0
 """Real seconds a tick counts when ``esper.process()`` gets no dt: one frame at 60 fps."""
@@ -22,15 +23,14 @@ DEFAULT_FIXED_STEP = 1.0 / 60.0
 
 def first_positional(args: tuple[Any, ...], kwargs: dict[str, Any]) -> float | None:
     """The default dt source: ``esper.process(dt)``."""
-    return float(args[0]) if args else None
+    return args[0] if args else None  # checked by the clock, never converted
 
 
 def keyword(name: str) -> DtSource:
     """A dt source reading ``esper.process(..., name=dt)``."""
 
     def read(args: tuple[Any, ...], kwargs: dict[str, Any]) -> float | None:
-        value = kwargs.get(name)
-        return None if value is None else float(value)
+        return kwargs.get(name)  # checked by the clock, never converted
 
     return read
 
