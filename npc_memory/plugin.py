@@ -87,8 +87,8 @@ from npc_memory.services import (
     PromptMessages,
     RelationshipService,
     Resolver,
+    SafetyService,
 )
-from npc_memory.services.safety import SafetyService
 from npc_memory.state import Ref, Subscription, WorldState
 from npc_memory.state.world import world_context
 from npc_memory.store import Store
