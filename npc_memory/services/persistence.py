@@ -31,6 +31,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Collection, Mapping
+from typing import Any
 
 from npc_memory.components import (
     FactionMember,
@@ -240,7 +241,9 @@ class PersistenceService:
             self.state.deleted.add(key)
             self.audit("forget", key, actor)
 
-    def audit(self, action: str, target: str, actor: str = "plugin") -> None:
+    def audit(
+        self, action: str, target: str, actor: str = "plugin", details: dict[str, Any] | None = None
+    ) -> None:
         """Append an entry to the store's audit log (with the next batch)."""
         if self.writer is None:
             return
@@ -249,6 +252,7 @@ class PersistenceService:
             target=target,
             game_time=self.state.clock.now,
             wall_time=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            details=details or {},
         )
         self.writer.submit(WriteBatch(audit=[entry]))
 
