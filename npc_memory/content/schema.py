@@ -248,6 +248,13 @@ class RelationshipRules(_Model):
     ``tag_rules`` maps a memory tag to dimension deltas at full importance and
     intensity; entries are merged over the built-in rules (helpful, combat, heroic,
     trade, threat, betrayal, gift, insult), and a tag mapped to ``{}`` is neutral.
+
+    What is said moves a relationship less than what is done. The player's own account
+    of a deed ("I saved the village") moves it ``claim_weight`` as much as a deed the
+    NPC saw, and never lifts a dimension above ``claim_ceiling``. Everything drawn from
+    conversations moves each dimension of a pair at most ``talk_daily_cap`` per game
+    day, and each earlier memory with the same tag that day scales the next by
+    ``talk_repeat_factor`` (the third boast of the day counts a quarter).
     """
 
     baseline: Baseline = Baseline()
@@ -264,6 +271,10 @@ class RelationshipRules(_Model):
     thresholds: tuple[Threshold, ...] = DEFAULT_THRESHOLDS
     threshold_rearm: Annotated[float, Field(ge=0.0, le=0.5)] = 0.05
     stages: StageLadder = StageLadder()
+    claim_weight: Unit = 0.25
+    claim_ceiling: Unit = 0.6
+    talk_daily_cap: Unit = 0.1
+    talk_repeat_factor: Unit = 0.5
 
     @field_validator("attitude_modifiers", mode="before")
     @classmethod
@@ -595,9 +606,16 @@ class ExtractionTag(_Model):
     unless the leading tag is not ``habitual``. The memory is negative if any of its
     tags has a negative ``valence``, else positive if any is positive. A tag without
     ``cues`` is never found by the rules, but the LLM may still use it.
+
+    ``act`` says whose doing a cue reveals. A ``deed`` (the default: stealing, saving,
+    fighting) belongs to the clause's subject: "I stole" is the speaker's, "you stole" the
+    listener's, "Bob stole" neither's. A ``speech`` act (trading, threatening, insulting,
+    confiding, asking a task) is done by saying it, so it is the speaker's unless the
+    clause is about a third party. A ``fact`` is what the speaker tells about themselves.
     """
 
     description: Annotated[str, Field(min_length=1, max_length=200)]
+    act: Literal["deed", "speech", "fact"] = "deed"
     group: Key | None = None
     importance: Unit
     valence: Valence = "neutral"
@@ -624,32 +642,81 @@ class Intensity(_Model):
 
 
 class ExtractionRules(_Model):
-    """The rule-based extractor's vocabulary: which tags it finds, by which words, and
-    how it words the memories.
+    """The rule extractor's vocabulary: which tags it finds, by which words, which
+    clauses cannot hold a deed, and how it words the memories.
 
     ``tags`` are merged over the built-in ones (heroic, combat, helpful, quest, theft,
     trade, gift, threat, insult, betrayal, secret, personal) field by field: a pack can
     add a tag, or change one field of a built-in tag (``cues = []`` turns it off).
     Groups keep the order of their first tag when memories tie on importance.
-    ``negations`` cancel a cue up to ``negation_reach`` words before it;
-    ``habit_markers`` ("always", "every week") make deeds and exchanges habits.
-    A memory reads ``template`` with ``{player}``, ``{habitually}`` (``habitually``
-    for a habit, else empty), ``{label}``, ``{speaker}`` and ``{quote}`` (the line that
-    gave the leading tag away, cut to ``quote_limit`` characters).
+
+    Each line is read clause by clause. A cue does not count in a question (unless it
+    opens with one of ``requests``: "Could you deliver this?"), nor after one of
+    ``negations`` up to ``negation_reach`` words before it, nor in a clause holding one of
+    ``hypotheticals`` ("if", "would", "maybe"), ``hearsay`` ("I heard", "they say") or
+    ``figures`` ("what a gift", "it's a steal"). The subject of a clause is its first word
+    after any ``openers`` ("well", "yesterday"); one of ``imperatives`` makes it a command
+    or offer of the speaker. ``habit_markers`` ("always", "every week") make deeds and
+    exchanges habits.
+
+    A line that matches no cue is kept as gist when it says something: at least
+    ``gist_min_terms`` words that are not stop words nor ``small_talk``; its importance
+    grows from ``gist_importance`` with names and numbers, ``emotion_words`` and words
+    new to the conversation. A conversation leaves at most ``memories_per_line`` × its
+    lines memories (at least 3, at most ``max_memories``): deeds first, then facts, then
+    the weightiest gist.
+
+    Wording: the player's deed reads ``template`` (``{player}``, ``{habitually}``,
+    ``{label}``, ``{speaker}``, ``{quote}``: the line that gave it away, cut to
+    ``quote_limit`` characters); the player's own account of it ``claim_template``;
+    what the player told about themselves ``fact_template``; other lines of the player
+    ``gist_template``; and what the NPC itself said ``npc_template``.
     """
 
     tags: dict[Key, ExtractionTag] = Field(default_factory=dict, validate_default=True)
     negations: list[Pattern] = Field(default_factory=lambda: list(defaults.NEGATIONS))
-    negation_reach: Annotated[int, Field(ge=0, le=5)] = 2
+    negation_reach: Annotated[int, Field(ge=0, le=5)] = 4
+    hypotheticals: list[Pattern] = Field(default_factory=lambda: list(defaults.HYPOTHETICALS))
+    hearsay: list[Pattern] = Field(default_factory=lambda: list(defaults.HEARSAY))
+    figures: list[Pattern] = Field(default_factory=lambda: list(defaults.FIGURES))
+    requests: list[Pattern] = Field(default_factory=lambda: list(defaults.REQUESTS))
+    openers: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(
+        default_factory=lambda: list(defaults.OPENERS)
+    )
+    imperatives: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(
+        default_factory=lambda: list(defaults.IMPERATIVES)
+    )
     habit_markers: list[Pattern] = Field(default_factory=lambda: list(defaults.HABIT_MARKERS))
+    small_talk: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(
+        default_factory=lambda: list(defaults.SMALL_TALK)
+    )
+    emotion_words: list[Pattern] = Field(default_factory=lambda: list(defaults.EMOTION_WORDS))
+    gist_min_terms: Annotated[int, Field(ge=1, le=50)] = 4
+    gist_importance: Unit = 0.3
+    memories_per_line: Annotated[float, Field(gt=0.0, le=1.0)] = 0.3
+    max_memories: Annotated[int, Field(ge=1, le=32)] = 8
     intensity: Intensity = Intensity()
     template: Annotated[
         str,
         Field(min_length=1, max_length=300),
         _template("player", "habitually", "label", "speaker", "quote"),
     ] = defaults.MEMORY_TEMPLATE
+    claim_template: Annotated[
+        str,
+        Field(min_length=1, max_length=300),
+        _template("player", "habitually", "label", "speaker", "quote"),
+    ] = defaults.CLAIM_TEMPLATE
+    fact_template: Annotated[
+        str, Field(min_length=1, max_length=300), _template("player", "speaker", "quote")
+    ] = defaults.FACT_TEMPLATE
+    gist_template: Annotated[
+        str, Field(min_length=1, max_length=300), _template("player", "speaker", "quote")
+    ] = defaults.GIST_TEMPLATE
+    npc_template: Annotated[
+        str, Field(min_length=1, max_length=300), _template("player", "speaker", "quote")
+    ] = defaults.NPC_TEMPLATE
     habitually: Annotated[str, Field(max_length=50)] = defaults.HABITUALLY
-    quote_limit: Annotated[int, Field(ge=20, le=480)] = 160
+    quote_limit: Annotated[int, Field(ge=20, le=480)] = 300
 
     @field_validator("tags", mode="before")
     @classmethod

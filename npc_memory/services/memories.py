@@ -87,6 +87,7 @@ class MemoryService:
                 **common,  # type: ignore[arg-type]
             )
         habit = same_habit(pair, memory) if isinstance(memory, ProceduralMemory) else None
+        held = same_memory(pair, memory)
         if habit is not None:
             memory = msgspec.structs.replace(
                 habit,
@@ -96,11 +97,22 @@ class MemoryService:
                 locked=habit.locked or memory.locked,
             )
             pair.procedural[pair.procedural.index(habit)] = memory
+        elif held is not None:  # already remembered: reinforced, not copied
+            memory = msgspec.structs.replace(
+                held,
+                access_count=held.access_count + 1,
+                last_accessed=now,
+                importance=max(held.importance, memory.importance),
+                confidence=max(held.confidence, memory.confidence),
+                locked=held.locked or memory.locked,
+            )
+            records: list[Memory] = getattr(pair, kind)
+            records[records.index(held)] = memory
         else:
             memory_rules.insert(pair, memory, self.state.pack.memory, now)
             npc.bank.next_id += 1
         self.state.mark(npc.identity.key)
-        if key is not None and habit is None:
+        if key is not None and habit is None and held is None:
             self._check_milestone(npc, key, len(pair))
         if affect_relationship and key is not None:
             deltas = rel_rules.memory_deltas(
@@ -143,6 +155,24 @@ class MemoryService:
                     count=count,
                 )
             )
+
+
+def same_memory(pair: PairMemories, memory: Memory) -> Memory | None:
+    """The episodic or semantic memory of ``pair`` that says what ``memory`` says (same
+    kind, content equal but for case and spacing, same tags, same scope), if any."""
+    if isinstance(memory, ProceduralMemory):
+        return None
+    records: Sequence[Memory] = pair.episodic if isinstance(memory, EpisodicMemory) else pair.semantic
+    folded = " ".join(memory.content.split()).casefold()
+    for held in records:
+        if (
+            held.tags == memory.tags
+            and held.scope == memory.scope
+            and len(held.content) == len(memory.content)
+            and " ".join(held.content.split()).casefold() == folded
+        ):
+            return held
+    return None
 
 
 def same_habit(pair: PairMemories, memory: ProceduralMemory) -> ProceduralMemory | None:
