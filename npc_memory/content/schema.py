@@ -555,7 +555,9 @@ class ContextRules(_Model):
     """The read path: how ``plugin.context`` spends a token budget and ranks memories.
 
     Each provider named in ``shares`` gets that share of the budget left after the
-    ``safety_buffer`` (tokens); providers without a share split what remains. Recall
+    ``safety_buffer`` (tokens); providers without a share split what remains. What a
+    provider does not use goes to the providers that filled their share, in the order
+    of ``overflow`` (providers not named there come last). Recall
     ranks by ``relevance_weight`` × relevance + (1 − it) × salience. Facts believed with
     less than ``uncertain_below`` confidence are worded as hearsay. ``wording`` holds the
     levels at which a relationship is put into words (see :class:`ContextWording`).
@@ -569,8 +571,11 @@ class ContextRules(_Model):
             "knowledge": 0.3,
         }
     )
+    overflow: list[Key] = Field(
+        default_factory=lambda: ["memories", "knowledge", "working_memory", "relationship"]
+    )
     safety_buffer: Annotated[int, Field(ge=0, le=10_000)] = 16
-    relevance_weight: Unit = 0.7
+    relevance_weight: Unit = 0.9
     recall_k: PositiveInt = 8
     uncertain_below: Unit = 0.6
     wording: ContextWording = ContextWording()
@@ -662,9 +667,10 @@ class ExtractionRules(_Model):
     A line that matches no cue is kept as gist when it says something: at least
     ``gist_min_terms`` words that are not stop words nor ``small_talk``; its importance
     grows from ``gist_importance`` with names and numbers, ``emotion_words`` and words
-    new to the conversation. A conversation leaves at most ``memories_per_line`` × its
-    lines memories (at least 3, at most ``max_memories``): deeds first, then facts, then
-    the weightiest gist.
+    new to the conversation. Runs of up to ``gist_lines`` such lines in a row (a stretch
+    of talk on one subject) make one memory, each line in its speaker's words. A
+    conversation leaves at most ``memories_per_line`` × its lines memories (at least 3,
+    at most ``max_memories``): deeds first, then facts, then the weightiest gist.
 
     Wording: the player's deed reads ``template`` (``{player}``, ``{habitually}``,
     ``{label}``, ``{speaker}``, ``{quote}``: the line that gave it away, cut to
@@ -693,8 +699,9 @@ class ExtractionRules(_Model):
     emotion_words: list[Pattern] = Field(default_factory=lambda: list(defaults.EMOTION_WORDS))
     gist_min_terms: Annotated[int, Field(ge=1, le=50)] = 4
     gist_importance: Unit = 0.3
-    memories_per_line: Annotated[float, Field(gt=0.0, le=1.0)] = 0.3
-    max_memories: Annotated[int, Field(ge=1, le=32)] = 8
+    gist_lines: Annotated[int, Field(ge=1, le=8)] = 3
+    memories_per_line: Annotated[float, Field(gt=0.0, le=1.0)] = 0.33
+    max_memories: Annotated[int, Field(ge=1, le=32)] = 16
     intensity: Intensity = Intensity()
     template: Annotated[
         str,
@@ -716,7 +723,7 @@ class ExtractionRules(_Model):
         str, Field(min_length=1, max_length=300), _template("player", "speaker", "quote")
     ] = defaults.NPC_TEMPLATE
     habitually: Annotated[str, Field(max_length=50)] = defaults.HABITUALLY
-    quote_limit: Annotated[int, Field(ge=20, le=480)] = 300
+    quote_limit: Annotated[int, Field(ge=20, le=480)] = 480
 
     @field_validator("tags", mode="before")
     @classmethod

@@ -17,7 +17,8 @@ at all — questions, negations, hypotheticals, hearsay and figures of speech do
   the NPC's as its own.
 - **Gist.** A line that matches no cue but says something (enough words that are not
   small talk) is kept in the speaker's words, with importance from its names and
-  numbers, its feeling and how new its words are to the conversation.
+  numbers, its feeling and how new its words are to the conversation; a few such lines
+  in a row (a stretch of talk on one subject) make one memory.
 
 What the NPC itself said is kept with ``actor="npc"``: it never counts against or for the
 player. A conversation yields at most ``memories_per_line`` × its lines memories (at
@@ -229,13 +230,13 @@ class RuleBasedExtractor:
         text = " ".join(text.split())
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
-    @staticmethod
-    def _statement(job: ExtractionJob, line: int) -> str:
+    def _statement(self, job: ExtractionJob, line: int) -> str:
         """Line ``line`` without its questions (what it states), or the whole line."""
         sentences: dict[str, None] = {}
         for sentence in re.findall(r"[^.!?]+(?:[.!?]+|$)", job.turns[line].text):
-            if sentence.strip() and not sentence.rstrip().endswith("?"):
-                sentences[sentence.strip()] = None
+            if not sentence.strip() or sentence.rstrip().endswith("?"):
+                continue
+            sentences[sentence.strip()] = None
         return " ".join(sentences) or job.turns[line].text
 
     def _words(self, job: ExtractionJob, actor: Actor, speaker: str, quote: str, template: str) -> str:
@@ -299,11 +300,11 @@ class RuleBasedExtractor:
         )
 
     def _gist(self, job: ExtractionJob, used: set[int]) -> list[ExtractedMemory]:
-        """Lines that say something without matching a cue, weightiest first."""
+        """Stretches of talk that say something without matching a cue, weightiest
+        first: runs of up to ``gist_lines`` informative lines, each in its speaker's words."""
         rules = self.rules
         seen: set[str] = set()
-        found: list[tuple[float, int, ExtractedMemory]] = []
-        roles = self.roles(job)
+        scored: list[tuple[int, float, str]] = []  # (line, importance, statement) of informative lines
         for line, turn in enumerate(job.turns):
             statement = self._statement(job, line)
             words = [t for t in terms(statement) if t not in self._small_talk and len(t) > 2]
@@ -319,17 +320,34 @@ class RuleBasedExtractor:
                 0.8,
                 rules.gist_importance + 0.15 * self._specificity(statement) + 0.15 * emotion + 0.1 * novelty,
             )
-            actor: Actor = roles[line]
+            scored.append((line, importance, statement))
+        runs: list[list[tuple[int, float, str]]] = []
+        for item in scored:
+            run = runs[-1] if runs else None
+            if run is not None and item[0] == run[-1][0] + 1 and len(run) < rules.gist_lines:
+                run.append(item)
+            else:
+                runs.append([item])
+        roles = self.roles(job)
+        found: list[tuple[float, int, ExtractedMemory]] = []
+        for run in runs:
+            lead = max(run, key=lambda item: item[1])
+            actor: Actor = roles[lead[0]]
+            speaker = job.turns[run[0][0]].speaker
+            quote = '" '.join(
+                statement if n == 0 else f'{job.turns[line].speaker}: "{statement}'
+                for n, (line, _, statement) in enumerate(run)
+            )
             memory = ExtractedMemory(
-                content=self._words(job, actor, turn.speaker, self._quote(statement), rules.gist_template),
+                content=self._words(job, roles[run[0][0]], speaker, self._quote(quote), rules.gist_template),
                 kind="episodic",
                 tags=(),
-                importance=round(importance, 3),
+                importance=round(lead[1], 3),
                 valence="neutral",
-                intensity=round(self._intensity(statement), 3),
+                intensity=round(max(self._intensity(statement) for _, _, statement in run), 3),
                 actor=actor,
             )
-            found.append((importance, -line, memory))
+            found.append((lead[1], -run[0][0], memory))
         found.sort(key=lambda item: (-item[0], -item[1]))
         return [memory for _, _, memory in found]
 
