@@ -10,16 +10,19 @@ the village"). Each memory is checked:
 - **Actor**: a memory tagged with a deed, act or event must be credited to who did it,
   read from the line that supports it best the way the rule extractor reads a line
   (its subject, and whether it is a question, a negation, a hypothetical or hearsay). A
-  player memory the NPC itself said is filed as the NPC's own; one that no speaker did
-  (a third party's deed, a question, an instruction) keeps its words but loses its tags
-  and importance, so it moves nothing and travels nowhere. The player's own account of a
-  deed is marked a claim.
+  player memory of what the NPC itself said is filed as the NPC's own; one that no
+  speaker did (a third party's deed, a question, an instruction) is kept untagged at
+  gist importance, so it moves nothing and travels nowhere. Either way the memory is
+  reworded as that line in its speaker's words ('I told Alice: "I stole your purse."'),
+  never the model's false account of it. The player's own account of a deed is marked
+  a claim.
 
 What the rule extractor finds itself is always supported.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import msgspec
@@ -28,6 +31,8 @@ from npc_memory.extraction.model import Actor, ExtractedMemory, ExtractionJob
 from npc_memory.extraction.rules import RuleBasedExtractor, is_offer
 from npc_memory.extraction.speech import Clause, agent
 from npc_memory.rules.text import terms
+
+_WORD = re.compile(r"[\w']+")
 
 MIN_SUPPORT = 0.6
 """Share of a memory's words (names aside) that must have been said."""
@@ -72,17 +77,20 @@ class Grounding:
             if words and len(words & heard) / len(words) < MIN_SUPPORT:
                 self._count("dropped", "not said in the conversation")
                 continue
-            kept.append(self._credit(memory, words, clauses, said, found))
+            credited = self._credit(job, memory, words, clauses, said, found)
+            if credited is not None:
+                kept.append(credited)
         return tuple(kept)
 
     def _credit(
         self,
+        job: ExtractionJob,
         memory: ExtractedMemory,
         words: frozenset[str],
         clauses: list[Clause],
         said: list[frozenset[str]],
         found: dict[tuple[Actor, str], bool],
-    ) -> ExtractedMemory:
+    ) -> ExtractedMemory | None:
         events = [t for t in memory.tags if t in self.rules.tags and self.rules.act(t) != "fact"]
         if not events:
             self.stats.kept += 1
@@ -91,24 +99,35 @@ class Grounding:
             self.stats.kept += 1
             return msgspec.structs.replace(memory, claim=any(found[memory.actor, t] for t in events))
         best = max(range(len(clauses)), key=lambda i: (len(words & said[i]), -i), default=None)
-        actor, claim = self._actor(clauses[best]) if best is not None else (None, False)
+        actor, claim = self._actor(clauses[best], words) if best is not None else (None, False)
         if actor == memory.actor:
             self.stats.kept += 1
             return msgspec.structs.replace(memory, claim=claim)
+        if best is None:
+            self._count("dropped", "nothing said")
+            return None
+        content = self.rules.in_words(job, clauses[best].line)
         if actor == "npc":
             self._count("refiled", "the NPC's own words")
-            return msgspec.structs.replace(memory, actor="npc", claim=False)
+            return msgspec.structs.replace(memory, content=content, kind="episodic", actor="npc", claim=False)
         self._count("untagged", "no speaker's deed")
         gist = min(memory.importance, self.rules.rules.gist_importance)
-        return msgspec.structs.replace(memory, tags=(), importance=gist, valence="neutral", claim=False)
+        return msgspec.structs.replace(
+            memory, content=content, kind="episodic", tags=(), importance=gist, valence="neutral", claim=False
+        )
 
-    def _actor(self, clause: Clause) -> tuple[Actor | None, bool]:
-        """Who did what ``clause`` tells of (None: no one here, or nothing happened)."""
+    def _actor(self, clause: Clause, words: frozenset[str]) -> tuple[Actor | None, bool]:
+        """Who did what ``clause`` tells of, at the first of ``words`` in it (None: no one
+        here, or nothing happened)."""
         if clause.question or clause.hypothetical or clause.hearsay or clause.figure:
             return None, False
         if self.rules.negated(clause):
             return None, False
-        subject = agent(clause, len(clause.text))
+        end = next(
+            (m.end() for m in _WORD.finditer(clause.text) if words & frozenset(terms(m.group()))),
+            len(clause.text),
+        )
+        subject = agent(clause, end)
         speaker: Actor = clause.role
         if subject == "first":
             return speaker, speaker == "player" and not is_offer(clause.text)

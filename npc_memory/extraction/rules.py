@@ -225,6 +225,13 @@ class RuleBasedExtractor:
                 kept.append(memory)
         return tuple(kept[:limit])
 
+    def in_words(self, job: ExtractionJob, line: int) -> str:
+        """Line ``line`` of ``job`` as a memory in its speaker's words: what the NPC told
+        the player, or what the player said."""
+        turn = job.turns[line]
+        actor: Actor = self.roles(job)[line]
+        return self._words(job, actor, turn.speaker, self._quote(turn.text), self.rules.gist_template)
+
     def _quote(self, text: str) -> str:
         limit = self.rules.quote_limit
         text = " ".join(text.split())
