@@ -2,8 +2,9 @@
 
 Sections come from context providers (a protocol; built-ins in
 :mod:`npc_memory.context.providers`), each given a share of ``max_tokens`` by the
-budget manager. What a provider leaves of its share flows to the others that have more
-to say, in the order of ``ContextRules.overflow`` (memories first). Tokens are estimated
+budget manager. What is left of ``max_tokens`` once every provider has had its share
+(the safety buffer included) flows to the providers that filled theirs, in the order of
+``ContextRules.overflow`` (memories first). Tokens are estimated
 with :func:`npc_memory.context.text.estimate_tokens`; the joined text never exceeds
 ``max_tokens`` by that estimate.
 """
@@ -117,9 +118,13 @@ def build(
     the providers that filled theirs, and join the sections in the providers' order."""
     budgets = TokenBudget(max_tokens, rules).split(providers)
     spent: dict[str, int] = {}
+    first: list[str] = []
     for provider in providers:
-        spent[provider.name] = estimate_tokens(_render(request, provider, budgets[provider.name]))
-    left = sum(budgets.values()) - sum(spent.values())
+        text = _render(request, provider, budgets[provider.name])
+        spent[provider.name] = estimate_tokens(text)
+        first += [text] if text else []
+    # What is left of the whole budget (one token kept for each separator a section may add).
+    left = max_tokens - estimate_tokens(SEPARATOR.join(first)) - len(providers)
     order = {name: i for i, name in enumerate(rules.overflow)}
     sections: dict[str, str] = {}
     for provider in sorted(providers, key=lambda p: order.get(p.name, len(order))):

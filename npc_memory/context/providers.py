@@ -112,13 +112,24 @@ class MemoryProvider:
         headers = (f"What you remember of {who}:", "What you remember of the world around you:")
         groups: tuple[list[str], list[str]] = ([], [])
         shown = request.shown[self.name]
+        left_out = None
         for memory in recalled:
             group = groups[id(memory) in world]
             group.append(f"- {memory.content} ({age(request.now, memory.created)})")
             if estimate_tokens(_blocks(headers, groups)) > budget:
                 group.pop()  # too long: a shorter one further down may still fit
+                left_out = left_out or memory
                 continue
             shown.append(memory)
+        if left_out is not None and shown:  # the best memory left out, cut to the room left
+            group = groups[id(left_out) in world]
+            room = 4 * (budget - estimate_tokens(_blocks(headers, groups))) - 8
+            if room >= 4 * self.line_tokens:
+                group.append(f"- {left_out.content[:room]}…")
+                if estimate_tokens(_blocks(headers, groups)) <= budget:
+                    shown.append(left_out)
+                else:
+                    group.pop()
         return _blocks(headers, groups) or None
 
 
