@@ -34,8 +34,10 @@ from npc_memory.rules.text import terms
 
 _WORD = re.compile(r"[\w']+")
 
-MIN_SUPPORT = 0.6
-"""Share of a memory's words (names aside) that must have been said."""
+MIN_SUPPORT = 0.4
+"""Share of a memory's words (names aside) that must have been said: a paraphrase keeps
+enough of them ("Bram broke his promise to repay my savings" of "you swore you'd pay me
+back... I trusted you with my savings"), an invention does not."""
 
 _FILLER = frozenset(terms("remember remembered told tell said say says player npc conversation talked"))
 
