@@ -666,10 +666,10 @@ class ExtractionRules(_Model):
 
     A line that matches no cue is kept as gist when it says something: at least
     ``gist_min_terms`` words that are not stop words nor ``small_talk``; its importance
-    grows from ``gist_importance`` with names and numbers, ``emotion_words`` and words
-    new to the conversation. Runs of up to ``gist_lines`` such lines in a row (a stretch
-    of talk on one subject) make one memory, each line in its speaker's words. A
-    conversation leaves at most ``memories_per_line`` × its lines memories (at least 3,
+    grows from ``gist_importance`` with how many such words it has, names and numbers,
+    ``emotion_words`` and words new to the conversation. Runs of up to ``gist_lines``
+    such lines in a row (a stretch of talk on one subject) make one memory, each line in
+    its speaker's words. A conversation leaves at most ``memories_per_line`` × its lines memories (at least 3,
     at most ``max_memories``): deeds first, then facts, then the weightiest gist.
 
     Wording: the player's deed reads ``template`` (``{player}``, ``{habitually}``,

@@ -16,8 +16,9 @@ at all — questions, negations, hypotheticals, hearsay and figures of speech do
   plans) is kept in their own words: the player's as semantic memories about the player,
   the NPC's as its own.
 - **Gist.** A line that matches no cue but says something (enough words that are not
-  small talk) is kept in the speaker's words, with importance from its names and
-  numbers, its feeling and how new its words are to the conversation; a few such lines
+  small talk) is kept in the speaker's words, with importance from how much it says,
+  its names and numbers, its feeling and how new its words are to the conversation; a
+  few such lines
   in a row (a stretch of talk on one subject) make one memory.
 
 What the NPC itself said is kept with ``actor="npc"``: it never counts against or for the
@@ -325,7 +326,11 @@ class RuleBasedExtractor:
             novelty = len(set(novel)) / max(1, len(set(words)))
             importance = min(
                 0.8,
-                rules.gist_importance + 0.15 * self._specificity(statement) + 0.15 * emotion + 0.1 * novelty,
+                rules.gist_importance
+                + 0.3 * min(1.0, len(set(words)) / 12)  # how much it says
+                + 0.15 * self._specificity(statement)
+                + 0.15 * emotion
+                + 0.1 * novelty,
             )
             scored.append((line, importance, statement))
         runs: list[list[tuple[int, float, str]]] = []
