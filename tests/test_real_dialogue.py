@@ -136,6 +136,29 @@ def test_a_boast_is_a_claim_and_a_witnessed_deed_is_not() -> None:
     assert "told me they" in boast[0].content and "told me they" not in seen[0].content
 
 
+def test_confidences_and_personal_facts_are_remembered_but_never_passed_on() -> None:
+    import esper
+
+    import npc_memory
+
+    plugin = npc_memory.install(world="private", pack="village")
+    try:
+        plugin.add_npc(key="hilda", name="Hilda", room="forge")
+        plugin.add_player(key="alice", name="Alice", room="forge")
+        plugin.say("hilda", "alice", "Alice", "Keep this between us: I'm leaving the guild. I grew up in Rivermoor.")
+        plugin.say("hilda", "alice", "Hilda", "You stole a loaf from my stall this morning, I saw you do it.")
+        plugin.end_conversation("hilda", "alice")
+        esper.switch_world("private")
+        esper.process(1.0)
+        tags = {t for m in plugin.memories("hilda", "alice") for t in m.tags}
+        assert {"secret", "personal", "theft"} <= tags
+        facts = [f for f in plugin.facts("hilda") if f.subject == "alice"]
+        assert [f.tags for f in facts] == [("theft",)]  # only the witnessed theft can travel
+    finally:
+        npc_memory.uninstall("private")
+        esper.switch_world("default")
+
+
 if __name__ == "__main__":
     for name, value in scores().items():
         print(f"{name:18} {value:.3f}")

@@ -165,6 +165,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
     # Confidences.
     "secret": {
         "description": "a confidence shared in private",
+        "private": True,
         "group": "confidences",
         "importance": 0.7,
         "habitual": False,
@@ -179,6 +180,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
     # Personal facts: what the player told about themselves; general knowledge.
     "personal": {
         "act": "fact",
+        "private": True,
         "description": "what the speaker told about themselves: name, origin, family, work, likes, plans",
         "group": "personal",
         "importance": 0.5,

@@ -617,10 +617,13 @@ class ExtractionTag(_Model):
     listener's, "Bob stole" neither's. A ``speech`` act (trading, threatening, insulting,
     confiding, asking a task) is done by saying it, so it is the speaker's unless the
     clause is about a third party. A ``fact`` is what the speaker tells about themselves.
+    A memory with a ``private`` tag (a confidence, a personal fact) is never learned as a
+    fact about the player, so it is never passed on as gossip.
     """
 
     description: Annotated[str, Field(min_length=1, max_length=200)]
     act: Literal["deed", "speech", "fact"] = "deed"
+    private: bool = False
     group: Key | None = None
     importance: Unit
     valence: Valence = "neutral"

@@ -180,14 +180,15 @@ class ConversationService:
             ids.append(memory.id)
             if extracted.actor != "player":
                 continue  # what the NPC itself said: kept, never held for or against the player
-            moving = [t for t in extracted.tags if rules.tag_rules.get(t)]
-            if moving and not extracted.claim:
+            tags = self.state.pack.extraction.tags
+            told = [t for t in extracted.tags if t in tags]
+            if told and not extracted.claim and not any(tags[t].private for t in told):
                 self.knowledge.learn(
                     npc,
                     content=memory.content,
                     category="player_trait",
                     subject=job.player,
-                    topic=moving[0],
+                    topic=told[0],
                     tags=extracted.tags,
                     confidence=confidence,
                     importance=extracted.importance,
