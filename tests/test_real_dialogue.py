@@ -159,6 +159,40 @@ def test_confidences_and_personal_facts_are_remembered_but_never_passed_on() -> 
         esper.switch_world("default")
 
 
+def test_the_demo_holds_no_duplicates_and_no_rumour_its_quote_belies() -> None:
+    import re
+
+    import esper
+
+    import npc_memory
+    from npc_memory.demo import run_village
+
+    result = run_village(days=7, seed=7, keep_installed=True)
+    plugin = result.plugin
+    try:
+        extractor = RuleBasedExtractor()
+        checked = 0
+        for npc in plugin.npcs():
+            for player in ("alice", "bram", "cora"):
+                contents = [m.content for m in plugin.memories(npc, player)]
+                assert len(contents) == len(set(contents)), (npc, player, contents)
+            for fact in plugin.facts(npc):
+                quoted = re.search(r'\((\w+): "(.*)"\)$', fact.content)
+                if fact.source != "gossip" or quoted is None or fact.subject is None:
+                    continue
+                name = plugin.player(fact.subject).identity.name
+                said = extractor.extract(ExtractionJob(
+                    conversation="q", npc=npc, npc_name="Someone", player=fact.subject, player_name=name,
+                    turns=(Turn(quoted.group(1), quoted.group(2)),)))
+                assert set(fact.tags) <= {t for m in said if m.actor == "player" for t in m.tags}, fact.content
+                checked += 1
+        assert checked  # rumours drawn from conversations did travel
+        assert "Hilda remembers best" in result.report
+    finally:
+        npc_memory.uninstall(plugin.world)
+        esper.delete_world(plugin.world)
+
+
 if __name__ == "__main__":
     for name, value in scores().items():
         print(f"{name:18} {value:.3f}")
