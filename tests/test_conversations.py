@@ -198,7 +198,7 @@ def test_the_bandit_conversation_offline(village: Village) -> None:
     and more trust and respect for her, with no LLM at all."""
     before, memory, after = bandits(village.plugin, "Hilda", ("Alice", "I'll get my sword. Together we'll drive them off."))
     assert memory.tags == ("heroic", "combat") and memory.source_conversation == "hilda/alice/1"
-    assert memory.content.startswith("Alice stood up for us")
+    assert memory.content.startswith('Alice promised me (Alice: "I\'ll get my sword.')
     assert after.trust > before.trust and after.respect > before.respect
 
 

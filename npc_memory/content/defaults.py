@@ -305,6 +305,7 @@ HEAT_WORDS: list[str] = [
 
 MEMORY_TEMPLATE = '{player} {habitually}{label} ({speaker}: "{quote}")'
 CLAIM_TEMPLATE = '{player} told me they {habitually}{label} ({speaker}: "{quote}")'
+OFFER_TEMPLATE = '{player} promised me ({speaker}: "{quote}")'
 FACT_TEMPLATE = '{player} told me: "{quote}"'
 GIST_TEMPLATE = '{player} said: "{quote}"'
 NPC_TEMPLATE = 'I told {player}: "{quote}"'

@@ -677,7 +677,8 @@ class ExtractionRules(_Model):
 
     Wording: the player's deed reads ``template`` (``{player}``, ``{habitually}``,
     ``{label}``, ``{speaker}``, ``{quote}``: the line that gave it away, cut to
-    ``quote_limit`` characters); the player's own account of it ``claim_template``;
+    ``quote_limit`` characters); the player's own account of it ``claim_template``; the
+    player's offer or promise to do it ("I'll help", "let me") ``offer_template``;
     what the player told about themselves ``fact_template``; other lines of the player
     ``gist_template``; and what the NPC itself said ``npc_template``.
     """
@@ -716,6 +717,11 @@ class ExtractionRules(_Model):
         Field(min_length=1, max_length=300),
         _template("player", "habitually", "label", "speaker", "quote"),
     ] = defaults.CLAIM_TEMPLATE
+    offer_template: Annotated[
+        str,
+        Field(min_length=1, max_length=300),
+        _template("player", "habitually", "label", "speaker", "quote"),
+    ] = defaults.OFFER_TEMPLATE
     fact_template: Annotated[
         str, Field(min_length=1, max_length=300), _template("player", "speaker", "quote")
     ] = defaults.FACT_TEMPLATE

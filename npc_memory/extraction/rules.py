@@ -61,6 +61,7 @@ class Hit:
     actor: Actor
     clause: Clause
     claim: bool
+    offer: bool = False
 
 
 def _words(words: list[str]) -> str:
@@ -177,8 +178,8 @@ class RuleBasedExtractor:
             return None if clause.subject == "person" else Hit(tag, speaker, clause, claim=False)
         subject = agent(clause, end)
         if subject == "first":  # an account of a deed is a claim; an offer made here is not
-            claim = speaker == "player" and not is_offer(clause.text[:end])
-            return Hit(tag, speaker, clause, claim=claim)
+            offer = is_offer(clause.text[:end])
+            return Hit(tag, speaker, clause, claim=speaker == "player" and not offer, offer=offer)
         if subject == "second":
             return Hit(tag, listener, clause, claim=False)
         if subject in ("command", "other"):
@@ -274,7 +275,9 @@ class RuleBasedExtractor:
         if lead.actor == "npc":
             content = self._words(job, "npc", evidence.speaker, quote, rules.npc_template)
         else:
-            template = rules.claim_template if lead.claim else rules.template
+            template = rules.template
+            if lead.claim or lead.offer:
+                template = rules.claim_template if lead.claim else rules.offer_template
             content = template.format(
                 player=job.player_name,
                 habitually=rules.habitually if kind == "procedural" else "",
