@@ -416,7 +416,7 @@ class LlmRules(_Model):
     a whole call including the SDK's retries and any retry-after wait."""
 
     daily_tokens: PositiveInt = 2_000_000
-    npc_daily_tokens: PositiveInt = 20_000
+    npc_daily_tokens: PositiveInt = 60_000
     requests_per_minute: PositiveInt = 50
     max_in_flight: PositiveInt = 8
     deadline: Annotated[float, Field(gt=0.0, le=600.0, allow_inf_nan=False)] = 20.0
