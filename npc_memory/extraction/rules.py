@@ -45,11 +45,50 @@ from npc_memory.rules.text import STOP_WORDS, terms
 
 @dataclass(frozen=True)
 class Cue:
-    """A pattern that, said by ``who``, marks a clause with ``tag``."""
+    """A pattern that, said by ``who``, marks a clause with ``tag``. ``stems`` are the
+    first three letters of a word each of its alternatives must start with (``None``: an
+    alternative may start anywhere), so most clauses are ruled out without the pattern."""
 
     tag: str
     who: Who
     pattern: re.Pattern[str]
+    stems: frozenset[str] | None = None
+
+
+_GROUP = re.compile(r"^\(\?:([a-z' ?|]+)\)")
+_PLAIN = re.compile(r"[a-z']+\??[a-z]*")
+
+
+def _key(word: str) -> str | None:
+    """The first letters (up to three, apostrophes dropped) every match of ``word`` starts
+    with, or None if it may start otherwise."""
+    plain = _PLAIN.match(word)
+    if plain is None:
+        return None
+    token = plain.group()
+    if token.endswith("?") or word[len(token):][:1] in ("?", "*", "{", "(", "[", "\\"):
+        token = token[:-1]  # its last letter is optional, or a pattern follows
+    token = token.replace("'?", "").replace("'", "").rstrip("?")
+    return token[:3] or None
+
+
+def _stems(words: list[str]) -> frozenset[str] | None:
+    """The starts (:func:`_key`) of ``words``, regular expressions of one cue; None when
+    one of them may start with anything."""
+    found: set[str] = set()
+    for word in words:
+        word = word.lower()
+        group = _GROUP.match(word)
+        alternatives = group.group(1).split("|") if group is not None else [word]
+        for alternative in alternatives:
+            if alternative.startswith("\\d"):
+                found.update("0123456789")  # a number: any digit
+                continue
+            key = _key(alternative)
+            if key is None:
+                return None
+            found.add(key)
+    return frozenset(found)
 
 
 @dataclass(frozen=True)
@@ -78,6 +117,7 @@ DEFAULT_RULES = ExtractionRules()
 RULE_TAGS: frozenset[str] = frozenset(DEFAULT_RULES.tags)
 """Every tag the rule-based extractor can produce with the default rules."""
 
+_WORD = re.compile(r"[a-z0-9']+")
 _OFFER = re.compile(r"\b(?:i'?ll|we'?ll|will|let me|let us|let's|going to|gonna|can|shall)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred)\b")
 _NAME = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]+")
@@ -98,7 +138,7 @@ class RuleBasedExtractor:
         """Every tag this extractor can produce."""
         self._tags: dict[str, ExtractionTag] = dict(self.rules.tags)
         self._cues = tuple(
-            Cue(tag, cue.who, re.compile(rf"\b(?:{_words(cue.words)})\b", re.IGNORECASE))
+            Cue(tag, cue.who, re.compile(rf"\b(?:{_words(cue.words)})\b", re.IGNORECASE), _stems(cue.words))
             for tag, entry in self.rules.tags.items()
             for cue in entry.cues
         )
@@ -147,8 +187,9 @@ class RuleBasedExtractor:
         """Every tag found in ``job``'s clauses, in order, with who it is credited to."""
         found = []
         for clause in self.clauses(job) if clauses is None else clauses:
+            starts = {w[:n] for w in _WORD.findall(clause.text.lower().replace("'", "")) for n in (1, 2, 3)}
             for cue in self._cues:
-                if cue.who not in ("any", clause.role):
+                if cue.who not in ("any", clause.role) or (cue.stems is not None and not cue.stems & starts):
                     continue
                 hit = self._hit(cue, clause)
                 if hit is not None:
