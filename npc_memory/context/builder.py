@@ -30,8 +30,8 @@ class ContextRequest:
     the player's message, game time ``now`` (game seconds), the pack's context rules,
     and ``recall(query, k)``, the NPC's best ``k`` memories of the player (and of the
     world) for ``query`` (recalling strengthens them). ``candidates(query, k)`` ranks
-    the same way without strengthening, and ``strengthen(memories)`` strengthens the
-    ones a provider did show."""
+    the same way without strengthening (None: ``recall`` is used), and
+    ``strengthen(memories)`` strengthens the ones a provider did show."""
 
     npc: NpcHandle
     player: PlayerHandle
@@ -39,7 +39,7 @@ class ContextRequest:
     now: float
     rules: ContextRules
     recall: Callable[[str, int], list[Memory]]
-    candidates: Callable[[str, int], list[Memory]] = lambda query, k: []
+    candidates: Callable[[str, int], list[Memory]] | None = None
     strengthen: Callable[[list[Memory]], object] = lambda memories: None
     shown: dict[str, list[Memory]] = field(default_factory=dict)
     """Memories each provider showed in its latest rendering; strengthened once the

@@ -104,7 +104,8 @@ class MemoryProvider:
     def render(self, request: ContextRequest, budget: int) -> str | None:
         who = request.player.identity.name
         k = max(request.rules.recall_k, budget // self.line_tokens)
-        recalled = request.candidates(request.message, k)
+        rank = request.candidates or request.recall
+        recalled = rank(request.message, k)
         request.shown[self.name] = []
         if not recalled:
             return fit([f"You have no specific memories of {who}."], budget)
