@@ -51,28 +51,34 @@ def test_a_deed_invented_from_small_talk_is_dropped_and_travels_nowhere(api: Fak
     assert plugin.extraction.stats.grounding.dropped == 1
 
 
-def test_the_npcs_own_confession_is_filed_as_its_own_words(api: FakeMessagesAPI) -> None:
+@pytest.mark.parametrize(
+    ("claimed", "lines", "stored", "outcome"),
+    [
+        pytest.param("Alice stole my purse.",
+                     (("Hilda", "I stole your purse last night while you slept."), ("Alice", "What?")),
+                     'I told Alice: "I stole your purse last night while you slept."', "refiled",
+                     id="the NPC's own confession is filed as its own words"),
+        pytest.param("Alice stole a hammer.",
+                     (("Alice", "Bob stole my hammer yesterday."), ("Hilda", "I'll keep an eye out for it.")),
+                     'Alice said: "Bob stole my hammer yesterday."', "untagged",
+                     id="a third party's deed said by the player is not the player's"),
+    ],
+)
+def test_a_misattributed_theft_is_reworded_as_what_was_said_and_moves_nothing(
+    api: FakeMessagesAPI, claimed: str, lines: tuple[tuple[str, str], ...], stored: str, outcome: str
+) -> None:
     plugin = make_plugin(api)
     before = plugin.relationship("hilda", "alice")
-    answer(api, memory("Alice stole my purse.", tags=["theft"], importance=0.9, valence="negative"))
-    talk(plugin, ("Hilda", "I stole your purse last night while you slept."), ("Alice", "What?"))
+    answer(api, memory(claimed, tags=["theft"], importance=0.9, valence="negative"))
+    talk(plugin, *lines)
     [held] = plugin.memories("hilda", "alice")
-    assert held.content == 'I told Alice: "I stole your purse last night while you slept."'
-    assert plugin.relationship("hilda", "alice").trust == before.trust
-    assert plugin.extraction.stats.grounding.refiled == 1
-
-
-def test_a_third_partys_deed_said_by_the_player_is_not_the_players(api: FakeMessagesAPI) -> None:
-    plugin = make_plugin(api)
-    before = plugin.relationship("hilda", "alice")
-    answer(api, memory("Alice stole a hammer.", tags=["theft"], importance=0.9, valence="negative"))
-    talk(plugin, ("Alice", "Bob stole my hammer yesterday."), ("Hilda", "I'll keep an eye out for it."))
-    held = plugin.memories("hilda", "alice")
-    assert [m.content for m in held] == ['Alice said: "Bob stole my hammer yesterday."']
-    assert held[0].tags == () and held[0].importance <= 0.3
-    assert plugin.relationship("hilda", "alice").trust == before.trust
+    assert held.content == stored
+    assert "theft" not in held.tags or outcome == "refiled"  # filed as the NPC's own, it may keep its tag
+    assert dims(plugin.relationship("hilda", "alice")) == pytest.approx(dims(before))
     assert not [f for f in plugin.facts("hilda") if f.subject == "alice"]
-    assert plugin.extraction.stats.grounding.untagged == 1
+    assert getattr(plugin.extraction.stats.grounding, outcome) == 1
+    if outcome == "untagged":
+        assert held.tags == () and held.importance <= 0.3
 
 
 def test_an_obeyed_injection_moves_nothing(api: FakeMessagesAPI) -> None:
