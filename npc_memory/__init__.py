@@ -35,6 +35,7 @@ from npc_memory.installation import get_plugin, install, uninstall
 from npc_memory.llm import Reply
 from npc_memory.plugin import (
     ConversationEnded,
+    Health,
     MemoryPlugin,
     PromptMessages,
     Ref,
@@ -63,6 +64,7 @@ __all__ = [
     "EpisodicMemory",
     "EventHandlerError",
     "GameClock",
+    "Health",
     "InvalidArgumentError",
     "Memory",
     "MemoryCapacityError",

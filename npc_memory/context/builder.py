@@ -20,6 +20,7 @@ import msgspec
 from npc_memory.components import Memory, NpcHandle, PlayerHandle
 from npc_memory.content.schema import ContextRules
 from npc_memory.context.text import estimate_tokens
+from npc_memory.errors import InvalidArgumentError
 
 SEPARATOR = "\n\n"
 
@@ -92,7 +93,12 @@ _FULL_WITHIN = 48
 
 
 def _render(request: ContextRequest, provider: ContextProvider, budget: int) -> str:
-    return provider.render(request, budget) or ""
+    text = provider.render(request, budget)
+    if text is not None and not isinstance(text, str):
+        raise InvalidArgumentError(
+            f"context provider {provider.name!r} rendered {type(text).__name__}, not text or None"
+        )
+    return text or ""
 
 
 def fit(lines: Iterable[str], budget: int, header: str = "") -> str:

@@ -7,7 +7,7 @@ import heapq
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import Relationship, Stage
 from npc_memory.components.knowledge import Fact
-from npc_memory.content.schema import ContextWording
+from npc_memory.content.schema import MAX_RECALL_K, ContextWording
 from npc_memory.context.builder import ContextRequest, fit
 from npc_memory.rules.knowledge import is_expired
 from npc_memory.rules.text import STOP_WORDS, estimate_tokens
@@ -103,7 +103,7 @@ class MemoryProvider:
 
     def render(self, request: ContextRequest, budget: int) -> str | None:
         who = request.player.identity.name
-        k = max(request.rules.recall_k, budget // self.line_tokens)
+        k = min(MAX_RECALL_K, max(request.rules.recall_k, budget // self.line_tokens))
         rank = request.candidates or request.recall
         recalled = rank(request.message, k)
         request.shown[self.name] = []

@@ -290,8 +290,13 @@ class RuleBasedExtractor:
         return " ".join(sentences) or job.turns[line].text
 
     def _words(self, job: ExtractionJob, actor: Actor, speaker: str, quote: str, template: str) -> str:
-        if actor == "npc":
+        """``quote`` worded by ``template``, or as what the NPC told the player when the NPC
+        said it; a deed of the NPC that the player spoke of reads as what the player said."""
+        npc_said = speaker.lower() not in (job.player_name.lower(), job.player.lower())
+        if npc_said:
             template = self.rules.npc_template
+        elif actor == "npc":
+            template = self.rules.gist_template
         content = template.format(player=job.player_name, speaker=speaker, quote=quote)
         return content[:MAX_CONTENT]
 
