@@ -729,6 +729,15 @@ class Intensity(_Model):
     importance_boost: Unit = 0.1
 
 
+DeedTemplate = Annotated[
+    str, Field(min_length=1, max_length=300), _template("player", "habitually", "label", "speaker", "quote")
+]
+"""How a deed is worded: ``{player}``, ``{habitually}``, ``{label}``, ``{speaker}``, ``{quote}``."""
+
+LineTemplate = Annotated[str, Field(min_length=1, max_length=300), _template("player", "speaker", "quote")]
+"""How a line is kept in its speaker's words: ``{player}``, ``{speaker}``, ``{quote}``."""
+
+
 class ExtractionRules(_Model):
     """The rule extractor's vocabulary: which tags it finds, by which words, which
     clauses cannot hold a deed, and how it words the memories.
@@ -787,30 +796,12 @@ class ExtractionRules(_Model):
     memories_per_line: Annotated[float, Field(gt=0.0, le=1.0)] = 0.33
     max_memories: Annotated[int, Field(ge=1, le=32)] = 16
     intensity: Intensity = Intensity()
-    template: Annotated[
-        str,
-        Field(min_length=1, max_length=300),
-        _template("player", "habitually", "label", "speaker", "quote"),
-    ] = defaults.MEMORY_TEMPLATE
-    claim_template: Annotated[
-        str,
-        Field(min_length=1, max_length=300),
-        _template("player", "habitually", "label", "speaker", "quote"),
-    ] = defaults.CLAIM_TEMPLATE
-    offer_template: Annotated[
-        str,
-        Field(min_length=1, max_length=300),
-        _template("player", "habitually", "label", "speaker", "quote"),
-    ] = defaults.OFFER_TEMPLATE
-    fact_template: Annotated[
-        str, Field(min_length=1, max_length=300), _template("player", "speaker", "quote")
-    ] = defaults.FACT_TEMPLATE
-    gist_template: Annotated[
-        str, Field(min_length=1, max_length=300), _template("player", "speaker", "quote")
-    ] = defaults.GIST_TEMPLATE
-    npc_template: Annotated[
-        str, Field(min_length=1, max_length=300), _template("player", "speaker", "quote")
-    ] = defaults.NPC_TEMPLATE
+    template: DeedTemplate = defaults.MEMORY_TEMPLATE
+    claim_template: DeedTemplate = defaults.CLAIM_TEMPLATE
+    offer_template: DeedTemplate = defaults.OFFER_TEMPLATE
+    fact_template: LineTemplate = defaults.FACT_TEMPLATE
+    gist_template: LineTemplate = defaults.GIST_TEMPLATE
+    npc_template: LineTemplate = defaults.NPC_TEMPLATE
     habitually: Annotated[str, Field(max_length=50)] = defaults.HABITUALLY
     quote_limit: Annotated[int, Field(ge=20, le=480)] = 480
 
