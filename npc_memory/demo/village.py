@@ -343,7 +343,7 @@ def _report(
     )
     out.write("\nWhat Hilda remembers best of each player:\n")
     for player in players:
-        top = plugin.memories("hilda", player)[:2]
-        recollection = "; ".join(m.content for m in top) or "nothing yet"
+        top = list(dict.fromkeys(m.content for m in plugin.memories("hilda", player)))[:2]  # each once
+        recollection = "; ".join(top) or "nothing yet"
         out.write(f"  {names[player]:8} {recollection}\n")
     return out.getvalue()

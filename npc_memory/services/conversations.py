@@ -174,6 +174,7 @@ class ConversationService:
                     intensity=extracted.intensity,
                     scope=scope,
                     source_conversation=job.conversation,
+                    reinforce_same=True,
                 )
             except (MemoryCapacityError, PrivacyError):
                 continue

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import (
     EpisodicMemory,
     Memory,
@@ -53,9 +54,14 @@ class MemoryService:
         trigger: TriggerContext | None = None,
         source_episodes: tuple[str, ...] = (),
         affect_relationship: bool = False,
+        reinforce_same: bool = False,
     ) -> Memory:
         """Store a memory of ``npc`` about ``player`` (``None``: the world) within the
-        pair's caps, or reinforce the same habit; see ``MemoryPlugin.remember``."""
+        pair's caps, or reinforce the same habit; see ``MemoryPlugin.remember``. With
+        ``reinforce_same`` (memories drawn from conversations) a memory that says what one
+        already held says reinforces it instead of adding a copy: any such fact, and an
+        episode told again the same game day (told on another day it happened again, and
+        repeated episodes are what consolidation turns into knowledge and habits)."""
         now = self.state.clock.now
         key = player
         pair = npc.bank.pair_for_write(key)
@@ -87,7 +93,7 @@ class MemoryService:
                 **common,  # type: ignore[arg-type]
             )
         habit = same_habit(pair, memory) if isinstance(memory, ProceduralMemory) else None
-        held = same_memory(pair, memory)
+        held = same_memory(pair, memory, int(now // SECONDS_PER_DAY)) if reinforce_same else None
         if habit is not None:
             memory = msgspec.structs.replace(
                 habit,
@@ -157,14 +163,18 @@ class MemoryService:
             )
 
 
-def same_memory(pair: PairMemories, memory: Memory) -> Memory | None:
-    """The episodic or semantic memory of ``pair`` that says what ``memory`` says (same
-    kind, content equal but for case and spacing, same tags, same scope), if any."""
+def same_memory(pair: PairMemories, memory: Memory, day: int) -> Memory | None:
+    """The semantic memory of ``pair``, or the episodic one from game day ``day``, that
+    says what ``memory`` says (same kind, content equal but for case and spacing, same
+    tags, same scope), if any."""
     if isinstance(memory, ProceduralMemory):
         return None
-    records: Sequence[Memory] = pair.episodic if isinstance(memory, EpisodicMemory) else pair.semantic
+    episodic = isinstance(memory, EpisodicMemory)
+    records: Sequence[Memory] = pair.episodic if episodic else pair.semantic
     folded = " ".join(memory.content.split()).casefold()
     for held in records:
+        if episodic and int(held.created // SECONDS_PER_DAY) != day:
+            continue
         if (
             held.tags == memory.tags
             and held.scope == memory.scope
