@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from npc_memory.rules.tokens import estimate_tokens
@@ -40,10 +41,12 @@ IRREGULAR = {
 """Irregular forms folded to their base before stemming."""
 
 
+@functools.lru_cache(maxsize=16_384)
 def stem(word: str) -> str:
     """A light stemmer: folds common irregular forms ("bought" → "buy"), strips plural
     and common suffixes and a final "e", so "price"/"prices" and
-    "haggle"/"haggles"/"haggled"/"haggling" meet."""
+    "haggle"/"haggles"/"haggled"/"haggling" meet. Memoised: a game's vocabulary is
+    small and every line of every conversation is stemmed."""
     if word.endswith("'s"):
         word = word[:-2]
     if word in IRREGULAR:
