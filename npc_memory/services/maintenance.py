@@ -11,12 +11,13 @@ import concurrent.futures
 import contextlib
 from collections import Counter
 
-from npc_memory.components import NpcHandle, TriggerContext
+from npc_memory.components import MEMORY_KINDS, NpcHandle, Scope, TriggerContext
 from npc_memory.errors import MemoryCapacityError, PrivacyError
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.llm import Refusal, SummaryOutcome
 from npc_memory.rules import consolidation as consolidation_rules
 from npc_memory.rules import decay as decay_rules
+from npc_memory.rules import privacy as privacy_rules
 from npc_memory.services.knowledge import KnowledgeService
 from npc_memory.services.memories import MemoryService
 from npc_memory.services.relationships import RelationshipService
@@ -54,6 +55,14 @@ class MaintenanceService:
             future.cancel()
         self._summaries.clear()
 
+    def drop_player(self, player: str) -> None:
+        """Abandon the summaries in flight about ``player`` (being forgotten)."""
+        for npc, about, cluster, future in self._summaries:
+            if about == player:
+                future.cancel()
+                self._reserved.get(npc, set()).difference_update(m.id for m in cluster.episodes)
+        self._summaries = [entry for entry in self._summaries if entry[1] != player]
+
     def pairs_of(self, npc: str) -> list[str | None]:
         """The pairs of ``npc`` maintenance visits: ``None`` (its world-scoped memories and
         knowledge), then every player it has memories of or a relationship with."""
@@ -72,6 +81,9 @@ class MaintenanceService:
         now, rules = self.state.clock.now, self.state.pack.memory
         changed = False
         pair = handle.bank.pair(player)
+        retention = self.state.pack.privacy.retention_days
+        if retention:
+            changed |= self._enforce_retention(handle, player, retention, now)
         if pair is not None:
             changed |= bool(decay_rules.forget_faded(pair, rules, now))
             changed |= bool(decay_rules.enforce_caps(pair, rules, now))
@@ -85,6 +97,33 @@ class MaintenanceService:
             self.relationships.drift(handle, player)
         if changed:
             self.state.mark(npc)
+
+    def _enforce_retention(
+        self, handle: NpcHandle, player: str | None, retention: dict[Scope, float], now: float
+    ) -> bool:
+        """Remove the pair's memories (and, for the world pair, the NPC's facts) older
+        than their scope's retention; whether any went."""
+        changed = False
+        expired = privacy_rules.expired_by_retention
+        pair = handle.bank.pair(player)
+        if pair is not None:
+            for kind in MEMORY_KINDS:
+                records = getattr(pair, kind)
+                kept = [m for m in records if not expired(m.scope, m.created, now, retention)]
+                if len(kept) != len(records):
+                    setattr(pair, kind, kept)
+                    changed = True
+        if player is None:
+            facts = handle.knowledge.facts
+            kept_facts = [
+                f
+                for f in facts
+                if not expired(privacy_rules.fact_scope(f), f.created, now, retention)
+            ]
+            if len(kept_facts) != len(facts):
+                self.knowledge.replace_facts(handle, kept_facts)
+                changed = True
+        return changed
 
     def forget_player_of(self, npc: NpcHandle, player: str) -> None:
         """``npc`` lets go of ``player``: the relationship, unlocked memories and the

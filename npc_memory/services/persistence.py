@@ -31,6 +31,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
+from typing import Any
 
 from npc_memory.components import (
     FactionMember,
@@ -207,17 +208,53 @@ class PersistenceService:
             self.state.deleted.add(key)
             self.audit("forget", key, actor)
 
-    def audit(self, action: str, target: str, actor: str = "plugin") -> None:
+    def audit(
+        self,
+        action: str,
+        target: str,
+        actor: str = "plugin",
+        *,
+        counts: Mapping[str, int] | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
         """Append an entry to the store's audit log (with the next batch)."""
         if self.writer is None:
             return
-        entry = AuditEntry(
+        entry = self.entry(action, target, actor, counts=counts, details=details)
+        self.writer.submit(WriteBatch(audit=[entry]))
+
+    def entry(
+        self,
+        action: str,
+        target: str,
+        actor: str,
+        *,
+        counts: Mapping[str, int] | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> AuditEntry:
+        """An audit entry dated now (game time and wall-clock UTC)."""
+        return AuditEntry(
             action=action,
             target=target,
+            actor=actor,
             game_time=self.state.clock.now,
             wall_time=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            counts=dict(counts or {}),
+            details=dict(details or {}),
         )
-        self.writer.submit(WriteBatch(audit=[entry]))
+
+    def run_on_store(self, after: Callable[[Store], None], audit: Collection[AuditEntry] = ()) -> None:
+        """Run ``after`` with the store on the writer thread once everything handed to
+        it before is written, then append ``audit``; wait for it. Raises
+        :class:`StoreError` if it failed."""
+        if self.writer is None:
+            return
+        self._settle()
+        self.writer.submit(WriteBatch(after=after, audit=list(audit)))
+        self.writer.drain()
+        failures = self._settle()
+        if failures:
+            raise StoreError(f"writing to {self.store!r} failed: {failures[0]}") from failures[0]
 
     def meta(self, snapshots: int) -> StoreMeta:
         """The store-wide metadata now."""
@@ -264,9 +301,11 @@ class PersistenceService:
         elif self.writer.backlog < MAX_BACKLOG:
             self._capture_slice(now, started + budgets.snapshot_tick_ms / 1000.0)
 
-    def save(self) -> None:
+    def save(self, after: Callable[[Store], None] | None = None, audit: Collection[AuditEntry] = ()) -> None:
         """Write everything dirty now and wait until it is on disk; raises
-        :class:`StoreError` if any write failed (the changes stay queued)."""
+        :class:`StoreError` if any write failed (the changes stay queued). ``after``
+        then runs with the store on the writer thread and ``audit`` is appended (see
+        :class:`~npc_memory.store.writer.WriteBatch`)."""
         if self.writer is None:
             return
         self._settle()
@@ -285,9 +324,10 @@ class PersistenceService:
             self._start_round(now)
         keys, self._round = self._round, set()
         if self.capture_on_writer:  # this thread waits below: the writer sees one instant
-            self._submit_end([], now, keys)
+            self._submit_end([], now, keys, after=after, audit=audit)
         else:
-            self._submit_end([c for c in map(self._capture, keys, [now] * len(keys)) if c is not None], now)
+            captures = [c for c in map(self._capture, keys, [now] * len(keys)) if c is not None]
+            self._submit_end(captures, now, after=after, audit=audit)
         self._last_round_start = now
         self.writer.drain()
         failures = self._settle()
@@ -396,7 +436,15 @@ class PersistenceService:
                 )
             )
 
-    def _submit_end(self, captures: list[Capture], now: float, keys: Collection[str] = ()) -> None:
+    def _submit_end(
+        self,
+        captures: list[Capture],
+        now: float,
+        keys: Collection[str] = (),
+        *,
+        after: Callable[[Store], None] | None = None,
+        audit: Collection[AuditEntry] = (),
+    ) -> None:
         """Submit the last batch of the current round (captures made here, or ``keys``
         for the writer to capture), with the metadata."""
         assert self.writer is not None
@@ -408,6 +456,8 @@ class PersistenceService:
                 keys=keys,
                 deletions=deletions,
                 meta=self.meta(self._round_number),
+                after=after,
+                audit=list(audit),
                 round=self._round_number,
                 since=self._round_since,
             )

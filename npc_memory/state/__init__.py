@@ -27,6 +27,7 @@ class WorldState:
     ``stored``: documents of NPCs and players the store holds that are not in the live
     world. ``dirty``: keys whose documents changed since they were last handed to the
     store (only tracked when ``persistent``). ``deleted``: keys to delete from the store.
+    ``game``: the id of the game being played (memories and facts made now carry it).
     """
 
     world: str
@@ -40,6 +41,7 @@ class WorldState:
     dirty: set[str] = field(default_factory=set)
     deleted: set[str] = field(default_factory=set)
     persistent: bool = False
+    game: str = "default"
 
     def mark(self, key: str) -> None:
         """The document of ``key`` changed: persist it with the next snapshot."""

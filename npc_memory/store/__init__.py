@@ -5,7 +5,8 @@ backend; any object following the :class:`Store` protocol can take its place (on
 following :class:`JournalStore` also gets patches and one fsync per batch).
 """
 
-from npc_memory.store.base import JournalStore, Store, StoreContents
+from npc_memory.store.audit import AuditProblem, AuditReadout
+from npc_memory.store.base import JournalStore, PendingForget, PrivacyStore, PurgeReport, Store, StoreContents
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -17,21 +18,27 @@ from npc_memory.store.documents import (
     encode_document,
 )
 from npc_memory.store.migrations import MigrationContext
-from npc_memory.store.tinydb_store import MsgspecStorage, TinyDBStore
+from npc_memory.store.tinydb_store import MsgspecStorage, TinyDBStore, check_not_in_use
 
 __all__ = [
     "SCHEMA_VERSION",
     "AuditEntry",
+    "AuditProblem",
+    "AuditReadout",
     "Document",
     "EncodedDocument",
     "JournalStore",
     "MigrationContext",
     "MsgspecStorage",
     "NpcDocument",
+    "PendingForget",
     "PlayerDocument",
+    "PrivacyStore",
+    "PurgeReport",
     "Store",
     "StoreContents",
     "StoreMeta",
     "TinyDBStore",
+    "check_not_in_use",
     "encode_document",
 ]

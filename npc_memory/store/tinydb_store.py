@@ -7,7 +7,9 @@ Layout of a store directory (``village.db/``)::
     docs/<slug>.json      TinyDB database per NPC (table "npcs") or player ("players")
     docs/<slug>.json.prev the previous good generation of that file
     journal/<n>.log       append-only journal segments (see npc_memory.store.journal)
-    audit.jsonl           append-only audit log, one JSON object per line
+    audit/<day>.jsonl     append-only audit log, a checksum per line (npc_memory.store.audit)
+    privacy-pending.json  players whose forgetting has not finished yet (exists only
+                          while it runs: a restart finishes it)
 
 Writes go to the journal: a batch of records (whole documents, patches, deletions,
 metadata) is appended and made durable with one fsync, whatever the number of
@@ -42,7 +44,8 @@ import msgspec
 from tinydb import Storage
 
 from npc_memory.errors import StoreCorruptError, StoreError, StoreLockedError, StoreVersionError
-from npc_memory.store.base import StoreContents
+from npc_memory.store.audit import AUDIT_DIR, AuditLog, AuditReadout
+from npc_memory.store.base import PendingForget, PurgeReport, StoreContents
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -86,7 +89,7 @@ log = logging.getLogger("npc_memory.store")
 META_FILE = "meta.json"
 DOCS_DIR = "docs"
 JOURNAL_DIR = "journal"
-AUDIT_FILE = "audit.jsonl"
+PENDING_FILE = "privacy-pending.json"
 DEFAULT_CHECKPOINT_BYTES = 64 * 1024 * 1024
 """Journal bytes after which the writer starts a checkpoint in its idle time."""
 CLOSE_CHECKPOINT_KEYS = 256
@@ -151,8 +154,7 @@ _doc_file_decoder = msgspec.json.Decoder(_DocFile)
 _meta_decoder = msgspec.json.Decoder(_MetaFile)
 _lsn_decoder = msgspec.json.Decoder(_LsnOnly)
 _HEADER = record_encoder.encode(SegmentHeader())
-_audit_encoder = msgspec.json.Encoder()
-_audit_decoder = msgspec.json.Decoder(AuditEntry)
+_pending_decoder = msgspec.json.Decoder(list[PendingForget])
 
 
 def file_name(key: str) -> str:
@@ -221,6 +223,7 @@ class TinyDBStore:
                 raise StoreError(f"no store at {self.path}")
             self.path.mkdir(parents=True)
         (self.path / DOCS_DIR).mkdir(exist_ok=True)
+        self._audit = AuditLog(self.path)
         self._acquire()
         self._clean_temporaries()
         self._journal = Journal(self.path / JOURNAL_DIR)
@@ -298,23 +301,22 @@ class TinyDBStore:
         return meta
 
     def audit(self) -> list[AuditEntry]:
-        """Every audit entry, oldest first. A torn last line (a crash while appending)
-        is ignored; damage anywhere else is an error."""
-        path = self.path / AUDIT_FILE
-        if not path.exists():
-            return []
-        lines = path.read_bytes().split(b"\n")
-        entries = []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                entries.append(_audit_decoder.decode(line))
-            except msgspec.DecodeError as exc:
-                if number == len(lines):  # no trailing newline: the append never completed
-                    break
-                raise StoreCorruptError(f"{path}:{number}", _describe(exc)) from exc
-        return entries
+        """Every readable audit entry, oldest first (see :meth:`read_audit`)."""
+        return self._audit.read().entries
+
+    def read_audit(self) -> AuditReadout:
+        """The audit log: readable entries, oldest first, and the damaged lines that
+        were skipped (a bad checksum or a torn last line never stops reading)."""
+        return self._audit.read()
+
+    def repair_audit(self) -> int:
+        """Rewrite damaged audit files without their unreadable lines; returns how
+        many lines were dropped (the damaged files are kept as ``.broken``)."""
+        return len(self._audit.repair())
+
+    def audit_salt(self) -> bytes:
+        """The salt of the pseudonyms that stand for players in the audit log."""
+        return self._audit.salt()
 
     def check_file(self, path: Path, *, as_name: str | None = None) -> None:
         """Decode one data file (metadata or document) as loading would, raising the
@@ -389,10 +391,74 @@ class TinyDBStore:
 
     def append_audit(self, entry: AuditEntry) -> None:
         """Append one entry to the audit log and fsync it."""
-        with open(self.path / AUDIT_FILE, "ab") as handle:
-            handle.write(_audit_encoder.encode(entry) + b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        self._audit.append(entry)
+
+    # ------------------------------------------------------------------ forgetting
+
+    def pending_forgets(self) -> list[PendingForget]:
+        """The players whose forgetting began and has not finished."""
+        try:
+            return _pending_decoder.decode((self.path / PENDING_FILE).read_bytes())
+        except FileNotFoundError:
+            return []
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise StoreCorruptError(str(self.path / PENDING_FILE), _describe(exc)) from exc
+
+    def set_pending_forgets(self, pending: Sequence[PendingForget]) -> None:
+        """Durably record the forgetting still to finish (an empty list removes the file)."""
+        path = self.path / PENDING_FILE
+        if pending:
+            write_atomic(path, msgspec.json.encode(list(pending)), keep_previous=False)
+        else:
+            remove_durably(path)
+
+    def purge(self, pattern: re.Pattern[str], remove: Sequence[str] = ()) -> PurgeReport:
+        """Leave no trace that ``pattern`` finds in any generation on disk.
+
+        The journal is folded into the document files and its segments deleted; the
+        files of ``remove`` (and their previous generations) are deleted without a
+        journal record, last; before that every other file is searched: a previous generation
+        (``.prev``) that matches is replaced by a copy of its current file (or deleted
+        if that matches too), a damaged copy (``.broken``) or a temporary file that
+        matches is deleted. Current files that still match are reported, not touched.
+        The audit log and lock files are not searched (the log holds pseudonyms)."""
+        report = PurgeReport()
+        report.journal = self.checkpoint(strict=False)
+        report.segments_left = len(self._journal.segments())
+        removed = {self.path / DOCS_DIR / file_name(key) for key in remove}
+        skip = {self.path / LOCK_FILE, self.path / OWNER_FILE, self.path / PENDING_FILE}
+        skip |= removed | {previous_of(p) for p in removed}
+        candidates = [
+            p
+            for p in sorted(self.path.rglob("*"))
+            if p.is_file() and p not in skip and AUDIT_DIR not in p.relative_to(self.path).parts
+        ]
+        for path in candidates:
+            if not _matches(pattern, path):
+                continue
+            name = path.name
+            if name.endswith(PREVIOUS_SUFFIX):
+                current = path.with_name(name.removesuffix(PREVIOUS_SUFFIX))
+                if current.exists() and not _matches(pattern, current):
+                    write_atomic(path, current.read_bytes(), keep_previous=False, sync_dir=False)
+                else:
+                    path.unlink()
+                report.scrubbed += 1
+            elif name.endswith((".broken", TEMP_SUFFIX)):
+                path.unlink()
+                report.scrubbed += 1
+            else:
+                report.remaining.append(str(path.relative_to(self.path)))
+        # Last: until they go, the documents of ``remove`` say whom a restart must forget.
+        for key, path in zip(remove, [self.path / DOCS_DIR / file_name(k) for k in remove], strict=True):
+            if path.exists() or previous_of(path).exists():
+                remove_durably(path, sync_dir=False)
+                report.removed += 1
+            self._versions.pop(key, None)
+        for directory in {self.path, self.path / DOCS_DIR, self.path / JOURNAL_DIR}:
+            if directory.is_dir():
+                fsync_dir(directory)
+        return report
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -743,21 +809,43 @@ class TinyDBStore:
         try:
             lock.acquire()
         except filelock.Timeout:
-            try:
-                owner = (self.path / OWNER_FILE).read_text("ascii").strip() or "unknown"
-            except OSError:
-                owner = "unknown"
             raise StoreLockedError(
-                f"store {self.path} is in use (locked by process {owner}); one process owns a store at a time"
+                f"store {self.path} is in use (locked by process {_owner(self.path)}); "
+                "one process owns a store at a time"
             ) from None
         (self.path / OWNER_FILE).write_text(str(os.getpid()), "ascii")
         self._lock = lock
 
     def _clean_temporaries(self) -> None:
-        for directory in (self.path, self.path / DOCS_DIR):
+        for directory in (self.path, self.path / DOCS_DIR, self.path / AUDIT_DIR):
             for leftover in directory.glob(f"*{TEMP_SUFFIX}"):
                 with contextlib.suppress(FileNotFoundError):
                     leftover.unlink()
+
+
+def _owner(path: Path) -> str:
+    try:
+        return (path / OWNER_FILE).read_text("ascii").strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def check_not_in_use(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`StoreLockedError` if a running game (or another tool) holds the
+    store at ``path``: operator tools refuse to change a store under a running game,
+    whose next snapshot would undo or contradict them."""
+    root = Path(path)
+    if not (root / LOCK_FILE).exists():
+        return
+    lock = filelock.FileLock(root / LOCK_FILE, timeout=0, thread_local=False)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise StoreLockedError(
+            f"store {root} is in use by a running game (process {_owner(root)}); stop the game "
+            "first, or make the change through the game's plugin"
+        ) from None
+    lock.release()
 
 
 def is_store(path: Path) -> bool:
@@ -777,6 +865,15 @@ def collector_paused() -> Iterator[None]:
     finally:
         if paused:
             gc.enable()
+
+
+def _matches(pattern: re.Pattern[str], path: Path) -> bool:
+    """Whether ``pattern`` finds something in the file (read as UTF-8, binary parts
+    replaced)."""
+    try:
+        return pattern.search(path.read_bytes().decode("utf-8", "replace")) is not None
+    except FileNotFoundError:
+        return False
 
 
 def _encoded(records: Iterable[Record], keys: set[str]) -> Iterator[bytes]:
@@ -819,4 +916,12 @@ def _describe(exc: BaseException) -> str:
     return str(exc)
 
 
-__all__ = ["MsgspecStorage", "TinyDBStore", "file_name", "is_store", "previous_of", "store_files"]
+__all__ = [
+    "MsgspecStorage",
+    "TinyDBStore",
+    "check_not_in_use",
+    "file_name",
+    "is_store",
+    "previous_of",
+    "store_files",
+]

@@ -57,15 +57,17 @@ interpreter's own switch interval, so a busy game thread and this one share it."
 @dataclass
 class WriteBatch:
     """Deletions, then documents (``captures``, then ``keys`` to capture here), then
-    metadata, then audit entries, written in that order. ``round`` is the snapshot
-    round the batch belongs to (0: none); a batch with ``meta`` completes it. ``since``
-    is the game time of the oldest change the batch may carry."""
+    metadata, then ``after`` (run with the store once those are durable), then audit
+    entries, in that order. ``round`` is the snapshot round the batch belongs to (0:
+    none); a batch with ``meta`` completes it. ``since`` is the game time of the oldest
+    change the batch may carry."""
 
     captures: list[Capture] = field(default_factory=list)
     keys: Collection[str] = ()
     deletions: list[str] = field(default_factory=list)
     meta: StoreMeta | None = None
     audit: list[AuditEntry] = field(default_factory=list)
+    after: Callable[[Store], None] | None = None
     round: int = 0
     since: float | None = None
 
@@ -183,6 +185,8 @@ class StoreWriter:
             else:
                 self._write_whole(batches)
             for batch in batches:
+                if batch.after is not None:
+                    batch.after(self.store)
                 for entry in batch.audit:
                     self.store.append_audit(entry)
         except Exception as exc:  # reported to the tick thread, which retries
