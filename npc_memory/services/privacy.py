@@ -236,10 +236,11 @@ class PrivacyService:
                         f"{purged.segments_left} journal segments could not be folded: "
                         f"{'; '.join(purged.journal)}; the forgetting finishes at the next start"
                     )
+                s.append_audit(entry)  # before the pending record goes: a kill between repeats both
                 _set_pending(s, key, None)
 
             entry.counts.update(counts)
-            self.persistence.save(after=finish, audit=[entry])
+            self.persistence.save(after=finish)
             counts.update({k: v for k, v in entry.counts.items() if k.startswith("files")})
         elif self.persistence.writer is not None:
             state.deleted.add(key)
