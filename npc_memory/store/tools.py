@@ -135,19 +135,22 @@ class RepairReport(msgspec.Struct, kw_only=True):
     """What ``repair`` found: files restored from their previous generation, files
     damaged beyond repair (with the problem), how many files were sound, and what
     folding the journal into the files had to skip (damaged records, changes that no
-    longer apply to a restored older generation)."""
+    longer apply to a restored older generation), and how many damaged audit log lines
+    were dropped."""
 
     restored: list[str] = msgspec.field(default_factory=list)
     unrecoverable: list[tuple[str, str]] = msgspec.field(default_factory=list)
     sound: int = 0
     journal: list[str] = msgspec.field(default_factory=list)
+    audit_lines_dropped: int = 0
 
 
 def repair_store(path: str | os.PathLike[str]) -> RepairReport:
     """Check every data file of the store; restore each damaged one from its previous
     good generation. A damaged file is kept beside it as ``<name>.broken`` (nothing is
     silently dropped); a file with no good previous generation is reported. Then the
-    journal is folded into the files, skipping (and reporting) what cannot apply."""
+    journal is folded into the files, skipping (and reporting) what cannot apply, and
+    damaged audit log lines are dropped from their files (kept in ``.broken`` copies)."""
     store = TinyDBStore(path, create=False)
     report = RepairReport()
     try:
@@ -166,7 +169,8 @@ def repair_store(path: str | os.PathLike[str]) -> RepairReport:
             report.restored.append(str(file))
         report.journal = store.check_journal()
         report.journal += store.checkpoint(strict=False)
-        if report.restored or report.unrecoverable or report.journal:
+        report.audit_lines_dropped = store.repair_audit()
+        if report.restored or report.unrecoverable or report.journal or report.audit_lines_dropped:
             store.append_audit(
                 _audit(
                     "repair",
@@ -174,6 +178,7 @@ def repair_store(path: str | os.PathLike[str]) -> RepairReport:
                     restored=report.restored,
                     unrecoverable=[f for f, _ in report.unrecoverable],
                     journal=report.journal,
+                    audit_lines_dropped=report.audit_lines_dropped,
                 )
             )
     finally:
