@@ -517,7 +517,7 @@ class PrivacyService:
                         reason = "already known to the target"
                     if reason is None:
                         items.append(CloneItem(id=fact.id, kind="fact", content=fact.content))
-                    elif privacy_rules.fact_scope(fact) in ("social", "profile"):
+                    else:
                         plan.skipped.append(CloneSkip(category=category, id=fact.id, reason=reason))
                 continue
             for memory in source.bank.world.all():
