@@ -39,6 +39,12 @@ def build(plugin: npc_memory.MemoryPlugin, npcs: int = 6, *, key: str = KEY, nam
     plugin.learn_fact("npc1", "The well is dry", tags=["village"], importance=0.9)
 
 
+def fold(plugin: npc_memory.MemoryPlugin) -> None:
+    """Fold the store's journal into its files now, on the store's writer thread (the
+    thread that owns the store): the files get a new generation, the old one a .prev."""
+    plugin._persistence.run_on_store(lambda store: store.checkpoint())  # type: ignore[attr-defined]
+
+
 def run(world: str, ticks: int, dt: float = 60.0) -> None:
     previous = esper.current_world
     esper.switch_world(world)

@@ -16,7 +16,7 @@ from npc_memory.events import FactLearned
 from npc_memory.store import TinyDBStore
 from npc_memory.store.tools import export_store
 
-from .privacy_world import KEY, NAME, OTHER, build, run, store_bytes, traces
+from .privacy_world import KEY, NAME, OTHER, build, fold, run, store_bytes, traces
 
 
 def pack(**privacy: object) -> npc_memory.Pack:
@@ -33,11 +33,11 @@ def db(tmp_path: Path) -> Path:
 def generations(plugin: npc_memory.MemoryPlugin) -> None:
     """Save, fold, change, save: the store keeps older generations (.prev) and a journal."""
     plugin.save()
-    plugin.store.checkpoint()
+    fold(plugin)
     for npc in plugin.npcs():
         plugin.remember(npc, None, "A quiet morning", importance=0.2)
     plugin.save()
-    plugin.store.checkpoint()
+    fold(plugin)
     plugin.remember("npc1", KEY, f"{NAME} waved", tags=["gift"])
     plugin.save()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import npc_memory
 from npc_memory.store import TinyDBStore
 
-from .privacy_world import KEY, NAME, build, run, traces
+from .privacy_world import KEY, NAME, build, fold, run, traces
 
 CHILD = Path(__file__).with_name("forget_child.py")
 KILLS = 24
@@ -29,11 +29,11 @@ def template(db: Path) -> None:
     build(plugin, npcs=30)
     run("template", 20)
     plugin.save()
-    plugin.store.checkpoint()
+    fold(plugin)
     for i in range(30):  # a second generation of every NPC file: .prev files hold the player
         plugin.remember(f"npc{i}", None, f"A quiet day {i}")
     plugin.save()
-    plugin.store.checkpoint()
+    fold(plugin)
     plugin.remember("npc3", "zqxalice", f"{NAME} came back", tags=["helpful"])  # left in the journal
     plugin.save()
     npc_memory.uninstall("template")
