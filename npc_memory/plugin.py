@@ -836,8 +836,6 @@ class MemoryPlugin:
                 f"categories must be some of {', '.join(CLONE_CATEGORIES)}, got {list(categories)!r}"
             )
         check_flag("dry_run", dry_run)
-        if not dry_run and not target.live:
-            target = self._resolve.npc(target_npc)
         return self._privacy.clone(source, target, chosen, dry_run=dry_run, actor=_actor(actor))
 
     def _player_key(self, player: Ref) -> str:

@@ -100,7 +100,9 @@ class KnowledgeService:
         announce it, and return it; ``None`` if the NPC already knew its origin.
         ``scope`` defaults to :meth:`scope_of_subject`; ``game`` to the current game."""
         key = npc.identity.key
-        index = self.indexes[key]
+        index = self.indexes.get(key)
+        if index is None:  # an NPC only in the store (operator tools): indexed for this call
+            index = knowledge_rules.FactIndex(npc.knowledge, self.state.pack.knowledge, self.state.clock.now)
         if origin is not None and origin in index.origins:
             return None
         now = self.state.clock.now
@@ -133,7 +135,8 @@ class KnowledgeService:
         if outcome.stored is None:
             return None
         npc.knowledge.next_id += 1
-        self.board.news(key, npc.location.room)
+        if npc.live:
+            self.board.news(key, npc.location.room)
         self.state.mark(key)
         stored = outcome.stored
         event_type = SecretLearned if "secret" in stored.tags else FactLearned
