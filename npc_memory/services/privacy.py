@@ -164,10 +164,23 @@ class PrivacyService:
         needles = [n for key, name, profile in self.players() if not profile.consent for n in (key, name)]
         return privacy_rules.mention_pattern(needles)
 
+    def names_unconsenting(self, content: str) -> bool:
+        """Whether ``content`` names (key or name, whole word) a player who has not
+        consented; a substring pre-check per player keeps it O(players) cheap steps."""
+        lowered = content.lower()
+        hits = [
+            needle
+            for key, name, profile in self.players()
+            if not profile.consent
+            for needle in (key, name)
+            if needle.lower() in lowered
+        ]
+        return bool(hits) and privacy_rules.mentions(privacy_rules.mention_pattern(hits), content)
+
     def check_world_memory(self, content: str, scope: str) -> None:
         """A world-scoped ``social`` or ``profile`` memory must name no player who has
         not consented (O(live and stored players))."""
-        if scope in ("social", "profile") and privacy_rules.mentions(self.unconsenting_pattern(), content):
+        if scope in ("social", "profile") and self.names_unconsenting(content):
             raise PrivacyError(
                 f"a {scope!r} memory may not name a player who has not consented to be remembered"
             )
@@ -175,7 +188,7 @@ class PrivacyService:
     def world_fact_scope(self, content: str) -> Scope:
         """The scope of a fact about no one in particular: ``social``, or ``session``
         when it names a player who has not consented."""
-        return "session" if privacy_rules.mentions(self.unconsenting_pattern(), content) else "social"
+        return "session" if self.names_unconsenting(content) else "social"
 
     # ------------------------------------------------------------------ forgetting
 
