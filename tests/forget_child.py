@@ -5,20 +5,13 @@ where it is ("pending", "purging", "purged") so the parent knows where the kill 
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections.abc import Sequence
 
+from crash_child import say  # this directory is the script's first import path
+
 import npc_memory
 from npc_memory.store import PendingForget, PurgeReport, TinyDBStore
-
-_lines = threading.Lock()
-
-
-def say(line: str) -> None:
-    with _lines:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
 
 
 class MarkedStore(TinyDBStore):

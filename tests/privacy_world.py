@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import esper
-
 import npc_memory
+
+from .conftest import tick
 
 KEY = "zqxalice"
 NAME = "Zorvanna"
@@ -46,13 +46,8 @@ def fold(plugin: npc_memory.MemoryPlugin) -> None:
 
 
 def run(world: str, ticks: int, dt: float = 60.0) -> None:
-    previous = esper.current_world
-    esper.switch_world(world)
-    try:
-        for _ in range(ticks):
-            esper.process(dt)
-    finally:
-        esper.switch_world(previous)
+    """``ticks`` ticks of ``dt`` real seconds (a game minute each by default) in ``world``."""
+    tick(world, ticks, dt)
 
 
 def store_bytes(db: Path) -> dict[str, bytes]:
