@@ -99,12 +99,10 @@ def fact_clonable(fact: Fact, sensitive_tags: Iterable[str]) -> str | None:
     return None
 
 
-def expired_by_retention(
-    scope: Scope, created: float, now: float, retention_days: dict[Scope, float]
-) -> bool:
-    """Whether an item of ``scope`` made at ``created`` outlived its scope's retention."""
-    days = retention_days.get(scope)
-    return days is not None and now - created > days * 86_400.0
+def retention_cutoffs(retention_days: dict[Scope, float], now: float) -> dict[Scope, float]:
+    """Per scope with a retention limit, the game time before which an item made is
+    past it (an item of a scope not listed never is)."""
+    return {scope: now - days * 86_400.0 for scope, days in retention_days.items()}
 
 
 def pseudonym(salt: bytes, key: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import operator
 from collections import Counter
 
 from npc_memory.components import MEMORY_KINDS, NpcHandle, Scope, TriggerContext
@@ -104,24 +105,27 @@ class MaintenanceService:
         """Remove the pair's memories (and, for the world pair, the NPC's facts) older
         than their scope's retention; whether any went."""
         changed = False
-        expired = privacy_rules.expired_by_retention
+        cutoffs = privacy_rules.retention_cutoffs(retention, now)
+        latest = max(cutoffs.values())  # nothing made at or after it is past any limit
+        never = float("-inf")
+        created = operator.attrgetter("created")
         pair = handle.bank.pair(player)
         if pair is not None:
             for kind in MEMORY_KINDS:
                 records = getattr(pair, kind)
-                kept = [m for m in records if not expired(m.scope, m.created, now, retention)]
-                if len(kept) != len(records):
-                    setattr(pair, kind, kept)
+                if records and min(map(created, records)) < latest and any(
+                    m.created < cutoffs.get(m.scope, never) for m in records
+                ):
+                    setattr(pair, kind, [m for m in records if m.created >= cutoffs.get(m.scope, never)])
                     changed = True
         if player is None:
             facts = handle.knowledge.facts
-            kept_facts = [
-                f
-                for f in facts
-                if not expired(privacy_rules.fact_scope(f), f.created, now, retention)
-            ]
-            if len(kept_facts) != len(facts):
-                self.knowledge.replace_facts(handle, kept_facts)
+            scope = privacy_rules.fact_scope
+            if facts and min(map(created, facts)) < latest and any(
+                f.created < cutoffs.get(scope(f), never) for f in facts
+            ):
+                kept = [f for f in facts if f.created >= cutoffs.get(scope(f), never)]
+                self.knowledge.replace_facts(handle, kept)
                 changed = True
         return changed
 
