@@ -60,10 +60,12 @@ def _parser() -> argparse.ArgumentParser:
     mode = load.add_mutually_exclusive_group()
     mode.add_argument("--merge", action="store_true", help="overwrite documents with the same keys")
     mode.add_argument("--replace", action="store_true", help="also delete documents not in the export")
+    load.add_argument("--actor", default=_default_actor(), help="who asks, for the audit log")
     load.set_defaults(run=_import)
 
     repair = commands.add_parser("repair", help="restore damaged store files from their previous generation")
     repair.add_argument("--db", required=True, metavar="PATH", help="store directory")
+    repair.add_argument("--actor", default=_default_actor(), help="who asks, for the audit log")
     repair.set_defaults(run=_repair)
 
     inspect = commands.add_parser("inspect", help="summarise a store, or one NPC's memories")
@@ -104,7 +106,9 @@ def _privacy_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         )
 
     forget = store_command("forget", "forget a player everywhere, in every generation on disk", _forget)
-    forget.add_argument("--player", required=True, metavar="KEY", help="the player's key")
+    who = forget.add_mutually_exclusive_group(required=True)
+    who.add_argument("--player", metavar="KEY", help="the player's key")
+    who.add_argument("--resume", action="store_true", help="only finish forgetting a crash interrupted")
     changing(forget)
     end_game = store_command(
         "end-game", "purge (or compact) the session and anon memories of a game", _end_game
@@ -126,6 +130,13 @@ def _privacy_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     clone.add_argument("--dry-run", action="store_true", help="only list what would be copied")
     changing(clone)
     store_command("audit", "list the store's audit log", _audit)
+
+
+def _default_actor() -> str:
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no user name for this uid (containers)
+        return "cli"
 
 
 def _positive_int(text: str) -> int:
@@ -178,7 +189,7 @@ def _import(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise StoreError(f"cannot read {args.file}: {exc}") from exc
         mode: ImportMode = "merge" if args.merge else "replace" if args.replace else "new"
-        count = import_store(args.db, data, mode=mode, source=source)
+        count = import_store(args.db, data, mode=mode, source=source, actor=args.actor)
         print(f"imported {count} documents into {args.db}")
         return 0
 
@@ -189,7 +200,7 @@ def _repair(args: argparse.Namespace) -> int:
     from npc_memory.store.tools import repair_store
 
     def run() -> int:
-        report = repair_store(args.db)
+        report = repair_store(args.db, actor=args.actor)
         for path in report.restored:
             print(f"restored {path} from its previous generation (the damaged file is kept as .broken)")
         for path, problem in report.unrecoverable:
@@ -259,6 +270,9 @@ def _describe(name: str, result: msgspec.Struct) -> str:
     """A line or a few about a privacy operation's result."""
     data = msgspec.to_builtins(result)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(data.get("counts", {}).items()) if v) or "nothing"
+    if name == "forget" and "resumed" in data:
+        finished = [f"finished forgetting player {r['player']}\n" for r in data["resumed"]]
+        return "".join(finished) or "nothing to finish\n"
     if name == "forget":
         return f"forgot player {data['player']}: {counts}\n"
     if name == "end-game":
@@ -272,7 +286,15 @@ def _describe(name: str, result: msgspec.Struct) -> str:
     return "\n".join(lines) + "\n"
 
 
+class _Resumed(msgspec.Struct):
+    """What ``forget --resume`` finished: one report per interrupted forgetting."""
+
+    resumed: list[msgspec.Struct]
+
+
 def _forget(args: argparse.Namespace) -> int:
+    if args.resume:
+        return _with_plugin(args, "forget", lambda p: _Resumed(list(p.resumed)))
     return _with_plugin(args, "forget", lambda p: p.forget_player(args.player, actor=args.actor))
 
 

@@ -93,3 +93,36 @@ def test_audit_reports_damaged_lines_and_exits_nonzero(db: Path, capsys: pytest.
     day.write_bytes(day.read_bytes() + b"deadbeef {}\n")
     status, out, err = cli(capsys, "audit", "--db", str(db))
     assert status == 1 and "end-game" in out and ":2: checksum mismatch" in err and "repair" in err
+
+
+def test_an_interrupted_forgetting_blocks_export_until_resume_finishes_it(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from npc_memory.errors import StoreError
+    from npc_memory.store import PendingForget, TinyDBStore
+    from npc_memory.store.tools import export_store
+
+    store = TinyDBStore(db)  # what a kill right after the forgetting began leaves behind
+    store.set_pending_forgets([PendingForget(key=KEY, name=NAME)])
+    store.close()
+    with pytest.raises(StoreError, match="forgetting still to finish"):
+        export_store(db)
+    status, _, err = cli(capsys, "export", "--db", str(db))
+    assert status == 1 and "--resume" in err
+    status, out, _ = cli(capsys, "forget", "--db", str(db), "--resume")
+    assert status == 0 and out.startswith("finished forgetting player p-")
+    assert traces(db, KEY, NAME) == [] and KEY.encode() not in export_store(db)
+    status, out, _ = cli(capsys, "forget", "--db", str(db), "--resume", "--json")
+    assert json.loads(out) == {"resumed": []}
+    [entry] = [e for e in TinyDBStore(db).audit() if e.action == "forget"]
+    assert entry.actor == "restart" and entry.details == {"resumed": True}
+
+
+def test_import_and_repair_record_their_actor(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from npc_memory.store import TinyDBStore
+
+    status, out, _ = cli(capsys, "export", "--db", str(db))
+    (tmp_path / "x.json").write_text(out)
+    assert cli(capsys, "import", "--db", str(tmp_path / "copy.db"), str(tmp_path / "x.json"), "--actor", "ops")[0] == 0
+    [entry] = TinyDBStore(tmp_path / "copy.db").audit()
+    assert (entry.action, entry.actor) == ("import", "ops")

@@ -160,7 +160,7 @@ class KnowledgeService:
     def scope_of_subject(self, subject: str | None) -> Scope:
         """The scope of a fact about ``subject``: by the player's consent and anonymity
         (see :func:`npc_memory.rules.privacy.scope_for_player`), ``social`` for the
-        world or an NPC."""
+        world or an NPC, ``session`` (the narrowest) for anyone the plugin does not know."""
         if subject is None:
             return "social"
         player = self.state.registry.live_player(subject)

@@ -45,9 +45,16 @@ _export_encoder = msgspec.json.Encoder(order="deterministic")
 
 
 def export_store(path: str | os.PathLike[str]) -> bytes:
-    """The whole store at ``path`` as export JSON (indented, newline-terminated)."""
+    """The whole store at ``path`` as export JSON (indented, newline-terminated). A
+    store whose forgetting of a player was interrupted is refused until it is finished
+    (the export would still hold the player)."""
     store = TinyDBStore(path, create=False, checkpoint_on_close=False)
     try:
+        if store.pending_forgets():
+            raise StoreError(
+                f"store {path} has a player's forgetting still to finish (it was interrupted); "
+                "run 'npc-memory forget --db PATH --resume' (or install the plugin on it) first"
+            )
         contents = store.load()
     finally:
         store.close()
@@ -98,7 +105,12 @@ ImportMode = Literal["new", "merge", "replace"]
 
 
 def import_store(
-    path: str | os.PathLike[str], data: bytes, *, mode: ImportMode = "new", source: str = "<export>"
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    mode: ImportMode = "new",
+    source: str = "<export>",
+    actor: str = "",
 ) -> int:
     """Load export ``data`` into the store at ``path`` (created if missing); returns the
     number of documents written. ``mode``: ``new`` refuses a store that already holds
@@ -122,7 +134,7 @@ def import_store(
         store.checkpoint()  # the document files hold the import, not just the journal
         store.append_audit(
             _audit(
-                "import", str(path), mode=mode, source=source,
+                "import", str(path), actor, mode=mode, source=source,
                 written=len(export.documents), deleted=len(stale),
             )
         )
@@ -145,7 +157,7 @@ class RepairReport(msgspec.Struct, kw_only=True):
     audit_lines_dropped: int = 0
 
 
-def repair_store(path: str | os.PathLike[str]) -> RepairReport:
+def repair_store(path: str | os.PathLike[str], *, actor: str = "") -> RepairReport:
     """Check every data file of the store; restore each damaged one from its previous
     good generation. A damaged file is kept beside it as ``<name>.broken`` (nothing is
     silently dropped); a file with no good previous generation is reported. Then the
@@ -175,6 +187,7 @@ def repair_store(path: str | os.PathLike[str]) -> RepairReport:
                 _audit(
                     "repair",
                     str(path),
+                    actor,
                     restored=report.restored,
                     unrecoverable=[f for f, _ in report.unrecoverable],
                     journal=report.journal,
@@ -243,10 +256,11 @@ def _problem(store: TinyDBStore, file: Path, as_name: str | None = None) -> str 
     return None
 
 
-def _audit(action: str, target: str, **details: Any) -> AuditEntry:
+def _audit(action: str, target: str, actor: str, **details: Any) -> AuditEntry:
     return AuditEntry(
         action=action,
         target=target,
+        actor=actor,
         wall_time=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         details=details,
     )
