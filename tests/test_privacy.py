@@ -4,6 +4,8 @@ with a dry run, retention, and the audit log (real worlds, real stores on disk).
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import msgspec
@@ -16,6 +18,7 @@ from npc_memory.events import FactLearned
 from npc_memory.store import TinyDBStore
 from npc_memory.store.tools import export_store
 
+from .fake_anthropic import FakeMessagesAPI, Reply, memory, message
 from .privacy_world import KEY, NAME, OTHER, build, fold, run, store_bytes, traces
 
 
@@ -399,3 +402,36 @@ def test_audit_entries_and_pseudonyms_are_stable_per_store(db: Path) -> None:
     entry = msgspec.json.decode(lines.split(b"\n")[0].split(b" ", 1)[1])
     assert set(entry) >= {"action", "target", "actor", "game_time", "wall_time"}
     assert json.loads(json.dumps(entry))["actor"] == "plugin"
+
+
+def test_an_llm_result_still_in_flight_for_a_forgotten_player_is_dropped(
+    api: FakeMessagesAPI, no_anthropic_environment: None
+) -> None:
+    gate = threading.Event()
+    api.default = Reply(gate=gate, body=message([memory("Alice offered to fight the bandits with me.")]))
+    base_url = f"http://127.0.0.1:{api._server.server_address[1]}"  # type: ignore[union-attr]
+    data = load_pack("village").model_dump()
+    data["llm"].update({"deadline": 30.0, "max_retries": 0})
+    llm = npc_memory.AnthropicExtractor(api_key="test-key", base_url=base_url)
+    plugin = npc_memory.install(world="llm", pack=validate_pack(data), llm=llm)
+    plugin.add_npc(key="hilda", name="Hilda", archetype="blacksmith", room="forge")
+    plugin.add_player(key="alice", name="Alice", room="forge", consent=True)
+    plugin.say("hilda", "alice", "Alice", "Bandits are attacking the village! Help me!")
+    plugin.end_conversation("hilda", "alice")
+    for _ in range(200):
+        if plugin.extraction.in_flight:
+            break
+        run("llm", 1, dt=1.0)
+    assert len(plugin.extraction.in_flight) == 1  # the server holds the answer
+    plugin.forget_player("alice")
+    assert plugin._conversations.pending() == []  # what a save would keep of it: nothing
+    gate.set()
+    for _ in range(400):
+        if not plugin.extraction.in_flight and not plugin.extraction.ready:
+            break
+        run("llm", 1, dt=1 / 60)
+        time.sleep(0.005)
+    assert not plugin.extraction.in_flight and plugin.extraction.stats.applied == 0
+    bank = plugin.npc("hilda").bank
+    assert bank.count() == 0 and "alice" not in bank.players
+    assert all("Alice" not in f.content for f in plugin.facts("hilda", include_disbelieved=True))

@@ -122,6 +122,7 @@ def test_import_and_repair_record_their_actor(db: Path, tmp_path: Path, capsys: 
     from npc_memory.store import TinyDBStore
 
     status, out, _ = cli(capsys, "export", "--db", str(db))
+    assert status == 0
     (tmp_path / "x.json").write_text(out)
     assert cli(capsys, "import", "--db", str(tmp_path / "copy.db"), str(tmp_path / "x.json"), "--actor", "ops")[0] == 0
     [entry] = TinyDBStore(tmp_path / "copy.db").audit()
