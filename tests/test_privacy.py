@@ -435,3 +435,31 @@ def test_an_llm_result_still_in_flight_for_a_forgotten_player_is_dropped(
     bank = plugin.npc("hilda").bank
     assert bank.count() == 0 and "alice" not in bank.players
     assert all("Alice" not in f.content for f in plugin.facts("hilda", include_disbelieved=True))
+
+
+def test_documents_saved_before_game_ids_and_fact_scopes_load_with_the_narrowest_reading(db: Path) -> None:
+    plugin = npc_memory.install(world="w", store=db, seed=3, game_id="g1")
+    plugin.add_npc(key="hilda", archetype="blacksmith", room="forge")
+    plugin.add_player(key="walker", name="Walker", room="forge")
+    plugin.remember("hilda", "walker", "Walker asked the way")
+    plugin.learn_fact("hilda", "Walker is lost", subject="walker", tags=["trait"])
+    plugin.learn_fact("hilda", "The bridge is out", tags=["news"])
+    npc_memory.uninstall("w")
+    store = TinyDBStore(db)
+    store.checkpoint()
+    store.close()
+    path = next((db / "docs").glob("hilda-*.json"))
+    raw = path.read_text()
+    for field in ('"game":"g1",', ',"game":"g1"', '"scope":"session",', '"scope":"social",'):
+        raw = raw.replace(field, "")
+    assert '"game"' not in raw and '"scope":"social"' not in raw
+    path.write_text(raw)
+    plugin = npc_memory.install(world="w", store=db, seed=3)
+    plugin.add_npc(key="hilda", archetype="blacksmith")
+    [memory] = plugin.memories("hilda", "walker")
+    assert (memory.game, memory.scope) == (None, "session")
+    facts = {f.content: f for f in plugin.facts("hilda")}
+    assert facts["Walker is lost"].scope is None and facts["The bridge is out"].scope is None
+    plugin.end_game()  # the current game also ends what was made before games had ids
+    assert plugin.memories("hilda", "walker") == []
+    assert [f.content for f in plugin.facts("hilda")] == ["The bridge is out"]  # read as social: kept
