@@ -787,7 +787,8 @@ class MemoryPlugin:
         pack's ``privacy.end_game = "compact"``, folded into a few ``social`` memories
         per NPC that name no player — as are the open conversations and summaries of
         players who have not consented and everything held about anonymous
-        participants. Saved at once; recorded in the audit log."""
+        participants (the stored documents of those no longer in the live world
+        included). Saved at once; recorded in the audit log."""
         if game_id is not None:
             game_id = check_text("game_id", game_id, MAX_KEY_CHARS)
         self._check_installed()

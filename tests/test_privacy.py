@@ -463,3 +463,17 @@ def test_documents_saved_before_game_ids_and_fact_scopes_load_with_the_narrowest
     plugin.end_game()  # the current game also ends what was made before games had ids
     assert plugin.memories("hilda", "walker") == []
     assert [f.content for f in plugin.facts("hilda")] == ["The bridge is out"]  # read as social: kept
+
+
+def test_end_game_deletes_anonymous_participants_no_longer_in_the_world(db: Path) -> None:
+    plugin = npc_memory.install(world="w", store=db, seed=3)
+    plugin.add_npc(key="hilda", archetype="blacksmith")
+    plugin.add_player(key="anon-1", name="Stranger", anonymous=True)
+    plugin.add_player(key="anon-2", name="Wanderer", anonymous=True)
+    plugin.remember("hilda", "anon-1", "A stranger hummed")
+    plugin.remove("anon-1")  # left the world: only the store holds them
+    report = plugin.end_game()
+    assert report.counts["anonymous_players"] == 1
+    assert "anon-1" not in plugin.stored_players() and "anon-2" in plugin.players()
+    npc_memory.uninstall("w")
+    assert traces(db, "anon-1", "Stranger") == []

@@ -319,7 +319,8 @@ class PrivacyService:
         """Purge (or compact, by pack rule) the ``session`` and ``anon`` memories and
         facts of game ``game`` (``None``: the current game, and items made before games
         had ids), the open conversations and summaries of players who have not
-        consented, and everything held about anonymous participants."""
+        consented, and everything held about anonymous participants (the documents of
+        those no longer in the live world included)."""
         state = self.state
         ending = state.game if game is None else game
         rules = state.pack.privacy
@@ -383,6 +384,12 @@ class PrivacyService:
                 state.mark(npc.identity.key)
         for player in sorted(transient):
             self.conversations.drop_jobs_of(player)
+        for key in sorted(anonymous):  # an anonymous participant's identity ends with the game
+            if state.registry.live_player(key) is None and state.stored.pop(key, None) is not None:
+                state.dirty.discard(key)
+                if self.persistence.writer is not None:
+                    state.deleted.add(key)
+                counts["anonymous_players"] += 1
         entry_counts = dict(counts)
         entry = self.persistence.entry(
             "end-game", ending, actor, counts=entry_counts, details={"mode": rules.end_game}
