@@ -1,6 +1,7 @@
 """Child process of test_privacy_crash.py: opens a store that holds a player everywhere,
 says "go", forgets the player, says "done", then waits to be killed. The store prints
-where it is ("pending", "purging", "purged") so the parent knows where the kill landed."""
+where it is ("recording", "pending", "purging", "purged", "clearing", "cleared") so the
+parent knows where the kill landed."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from npc_memory.store import PendingForget, PurgeReport, TinyDBStore
 
 class MarkedStore(TinyDBStore):
     def set_pending_forgets(self, pending: Sequence[PendingForget]) -> None:
+        say("recording" if pending else "clearing")  # a kill from here may or may not find the record
         super().set_pending_forgets(pending)
         say("pending" if pending else "cleared")
 
