@@ -439,7 +439,9 @@ class MemoryPlugin:
         Keeps the pair within its caps by evicting (see :func:`rules.memory.insert`);
         returns the new record, which is itself evicted at once if it ranks below
         every unlocked memory of a full kind. Memories tagged ``game-only`` are
-        refused with :class:`PrivacyError`. Nothing is changed when an error is raised.
+        refused with :class:`PrivacyError`, as is a world-scoped ``social`` or ``profile``
+        memory naming a player who has not consented. The memory carries the current
+        game's id (``install(game_id=...)``). Nothing is changed when an error is raised.
         """
         handle = self._resolve.npc(npc)
         target = None if player is None else self._resolve.player(player)
@@ -565,7 +567,9 @@ class MemoryPlugin:
         ``observation``), and if ``subject`` is a player the tags move each witness's
         relationship by the pack's tag rules. ``topic`` (default: the first tag) groups
         competing beliefs about the subject; ``expires_in`` in game seconds. Returns the
-        keys of the witnesses (sorted)."""
+        keys of the witnesses (sorted). The facts' scope follows the subject's consent
+        (see :meth:`end_game`); about no one, ``social``, or ``session`` when the content
+        names a player who has not consented."""
         room_name = check_text("room", room, MAX_KEY_CHARS)
         text, tag_tuple, topic = _fact_arguments(
             content, tags, importance, confidence, category, topic, expires_in
@@ -600,7 +604,8 @@ class MemoryPlugin:
         expires_in: float | None = None,
     ) -> Fact | None:
         """Give one NPC an authored fact (quest logic, scripted lore). Returns the
-        stored fact, or ``None`` if the NPC already knew it."""
+        stored fact, or ``None`` if the NPC already knew it. Its scope is chosen as for
+        :meth:`observe`."""
         handle = self._resolve.npc(npc)
         text, tag_tuple, topic = _fact_arguments(
             content, tags, importance, confidence, category, topic, expires_in
