@@ -15,7 +15,7 @@ import npc_memory
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.errors import InvalidArgumentError, PrivacyError
 from npc_memory.events import FactLearned
-from npc_memory.store import TinyDBStore
+from npc_memory.store import AuditEntry, TinyDBStore
 from npc_memory.store.tools import export_store
 
 from .fake_anthropic import FakeMessagesAPI, Reply, memory, message
@@ -477,3 +477,13 @@ def test_end_game_deletes_anonymous_participants_no_longer_in_the_world(db: Path
     assert "anon-1" not in plugin.stored_players() and "anon-2" in plugin.players()
     npc_memory.uninstall("w")
     assert traces(db, "anon-1", "Stranger") == []
+
+
+def test_the_audit_log_of_a_store_written_before_checksums_is_still_read(db: Path) -> None:
+    store = TinyDBStore(db)
+    (db / "audit.jsonl").write_bytes(b'{"action":"forget","target":"npc9","game_time":5.0}\n')
+    store.append_audit(AuditEntry(action="repair", target=str(db), actor="ops"))
+    readout = store.read_audit()
+    store.close()
+    assert [(e.action, e.target) for e in readout.entries] == [("forget", "npc9"), ("repair", str(db))]
+    assert not readout.problems and readout.entries[1].actor == "ops"
