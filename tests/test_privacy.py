@@ -487,3 +487,14 @@ def test_the_audit_log_of_a_store_written_before_checksums_is_still_read(db: Pat
     store.close()
     assert [(e.action, e.target) for e in readout.entries] == [("forget", "npc9"), ("repair", str(db))]
     assert not readout.problems and readout.entries[1].actor == "ops"
+
+
+def test_compaction_never_words_a_summary_around_a_tag_that_names_a_player() -> None:
+    plugin = npc_memory.install(world="w", pack=pack(end_game="compact"), seed=3)
+    hilda = plugin.add_npc(key="hilda", archetype="blacksmith")
+    plugin.add_player(key="walker", name="Walker")
+    for i in range(3):
+        plugin.remember(hilda, "walker", f"Talked about it {i}", tags=["walker"])
+    plugin.remember(hilda, "walker", "Sold fish", tags=["trade"])
+    assert plugin.end_game().counts["compacted"] == 1
+    assert [m.tags for m in plugin.memories(hilda)] == [("trade",)]

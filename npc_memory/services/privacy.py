@@ -333,6 +333,7 @@ class PrivacyService:
                 made_in == ending or (game is None and made_in is None)
             )
 
+        everyone = privacy_rules.mention_pattern([n for key, name, _ in self.players() for n in (key, name)])
         counts: Counter[str] = Counter()
         for npc in self.npcs():
             gathered: dict[str, set[str]] = {}
@@ -368,7 +369,8 @@ class PrivacyService:
                 changed = True
             if gathered:
                 ranked = sorted(gathered.items(), key=lambda item: (-len(item[1]), item[0]))
-                for tag, people in ranked[: rules.compact_max_per_npc]:
+                nameless = [(tag, people) for tag, people in ranked if not privacy_rules.mentions(everyone, tag)]
+                for tag, people in nameless[: rules.compact_max_per_npc]:  # a summary names no player
                     self.memories.remember(
                         npc,
                         None,
