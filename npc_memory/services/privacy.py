@@ -369,7 +369,7 @@ class PrivacyService:
                 changed = True
             if gathered:
                 ranked = sorted(gathered.items(), key=lambda item: (-len(item[1]), item[0]))
-                nameless = [(tag, people) for tag, people in ranked if not privacy_rules.mentions(everyone, tag)]
+                nameless = [(t, people) for t, people in ranked if not privacy_rules.mentions(everyone, t)]
                 for tag, people in nameless[: rules.compact_max_per_npc]:  # a summary names no player
                     self.memories.remember(
                         npc,
