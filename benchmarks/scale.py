@@ -67,6 +67,7 @@ import esper
 import msgspec
 
 import npc_memory
+from npc_memory.content import validate_pack
 from npc_memory.systems.snapshot import SnapshotSystem
 
 Mix = Literal["busy", "stress", "quiet"]
@@ -107,6 +108,10 @@ class Config:
     rooms: int | None = None
     """Rooms the NPCs are spread over; ``None``: 50 up to 1,000 NPCs, else 100."""
     window: int = 100
+    fact_cap: int | None = None
+    """Facts per NPC (``knowledge.cap``); ``None``: the pack's (500)."""
+    memory_cap: int | None = None
+    """Memories per NPC (``memory.memories_per_npc``); ``None``: the pack's (2,000)."""
     pace: float = 60.0
     """Ticks per real second, as a game server runs them (the store's writer thread works in
     between); 0: back to back, as fast as possible."""
@@ -521,13 +526,25 @@ def populate(plugin: npc_memory.MemoryPlugin, load: Load) -> None:
         plugin.add_player(key=player.key, name=player.name, faction=player.faction, room=player.room)
 
 
+def with_caps(pack: npc_memory.Pack, config: Config) -> npc_memory.Pack:
+    """``pack`` with the caps ``config`` sets (to show the plateau inside a short run)."""
+    if config.fact_cap is None and config.memory_cap is None:
+        return pack
+    data = pack.model_dump()
+    if config.fact_cap is not None:
+        data["knowledge"]["cap"] = config.fact_cap
+    if config.memory_cap is not None:
+        data["memory"]["memories_per_npc"] = config.memory_cap
+    return validate_pack(data)
+
+
 def run(config: Config, store: Path | None = None, *, out: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the benchmark; returns everything measured (what ``--json`` writes)."""
     if config.mix not in MIXES:
         raise ValueError(f"mix must be one of {', '.join(MIXES)}, got {config.mix!r}")
     temporary = store is None
     path = Path(tempfile.mkdtemp(prefix="npc-scale-")) / "world.db" if store is None else store
-    pack = npc_memory.load_pack("village")
+    pack = with_caps(npc_memory.load_pack("village"), config)
     load = Load(config, pack)
     npc_keys = [n.key for n in load.npcs]
     player_keys = [p.key for p in load.players]
@@ -797,12 +814,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="ticks per real second, like a server loop (default 60); 0: back to back")
     parser.add_argument("--store", type=Path, default=None, help="store directory to use and keep (loaded if it exists)")
     parser.add_argument("--json", type=Path, default=None, help="write every figure to this file")
+    parser.add_argument("--fact-cap", type=int, default=None, help="facts per NPC (default: the pack's, 500)")
+    parser.add_argument("--memory-cap", type=int, default=None, help="memories per NPC (default: the pack's, 2,000)")
     args = parser.parse_args(argv)
     if min(args.npcs, args.players, args.ticks, args.window) < 1 or args.pace < 0:
         parser.error("--npcs, --players, --ticks and --window must be positive, --pace not negative")
     config = Config(npcs=args.npcs, players=args.players, ticks=args.ticks,
                     mix="quiet" if args.quiet_world else args.mix, seed=args.seed, rooms=args.rooms,
-                    window=args.window, pace=args.pace)
+                    window=args.window, pace=args.pace, fact_cap=args.fact_cap, memory_cap=args.memory_cap)
     result = run(config, args.store)
     result["command"] = " ".join(["python", "benchmarks/scale.py", *(sys.argv[1:] if argv is None else argv)])
     if args.json is not None:

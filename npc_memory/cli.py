@@ -63,10 +63,21 @@ def _parser() -> argparse.ArgumentParser:
     load.add_argument("--actor", default=_default_actor(), help="who asks, for the audit log")
     load.set_defaults(run=_import)
 
-    repair = commands.add_parser("repair", help="restore damaged store files from their previous generation")
+    repair = commands.add_parser(
+        "repair", help="mend a damaged store: restore previous generations, mend values, fold the journal"
+    )
     repair.add_argument("--db", required=True, metavar="PATH", help="store directory")
     repair.add_argument("--actor", default=_default_actor(), help="who asks, for the audit log")
+    repair.add_argument(
+        "--quarantine", action="store_true",
+        help="move documents that cannot be mended into PATH/quarantine so the rest of the world loads",
+    )
     repair.set_defaults(run=_repair)
+
+    stats = commands.add_parser("stats", help="counts and health of a store at rest")
+    stats.add_argument("--db", required=True, metavar="PATH", help="store directory")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+    stats.set_defaults(run=_stats)
 
     inspect = commands.add_parser("inspect", help="summarise a store, or one NPC's memories")
     inspect.add_argument("--db", required=True, metavar="PATH", help="store directory")
@@ -159,8 +170,13 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store_command(name: str, action: Callable[[], int]) -> int:
+def _store_command(name: str, db: str, action: Callable[[], int]) -> int:
+    """Run a store command: a store in use is refused (naming its owner's process id),
+    and a store error is one line naming the store, not a traceback."""
+    from npc_memory.store.tinydb_store import check_unlocked
+
     try:
+        check_unlocked(db)
         return action()
     except StoreError as exc:
         print(f"npc-memory {name}: {exc}", file=sys.stderr)
@@ -174,7 +190,7 @@ def _export(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(export_store(args.db))
         return 0
 
-    return _store_command("export", run)
+    return _store_command("export", args.db, run)
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -193,25 +209,39 @@ def _import(args: argparse.Namespace) -> int:
         print(f"imported {count} documents into {args.db}")
         return 0
 
-    return _store_command("import", run)
+    return _store_command("import", args.db, run)
 
 
 def _repair(args: argparse.Namespace) -> int:
     from npc_memory.store.tools import repair_store
 
     def run() -> int:
-        report = repair_store(args.db, actor=args.actor)
+        report = repair_store(args.db, quarantine=args.quarantine, actor=args.actor)
         for path in report.restored:
             print(f"restored {path} from its previous generation (the damaged file is kept as .broken)")
+        for path, changes in report.mended:
+            print(f"mended {path} (the damaged file is kept as .broken): " + "; ".join(changes))
+        for path, problem in report.quarantined:
+            print(f"quarantined {path}: {problem}")
+        for path in report.removed:
+            print(f"removed {path}: the previous generation of a forgotten document")
+        for problem in report.journal:
+            print(f"journal: {problem}")
         for path, problem in report.unrecoverable:
-            print(f"cannot repair {path}: {problem}; no good previous generation", file=sys.stderr)
+            print(f"cannot mend {path}: {problem}", file=sys.stderr)
+        if report.unrecoverable:
+            print(
+                f"to load the rest of the world, move what cannot be mended aside: "
+                f"npc-memory repair --db {args.db} --quarantine",
+                file=sys.stderr,
+            )
         print(
-            f"{report.sound} files sound, {len(report.restored)} restored, "
-            f"{len(report.unrecoverable)} unrecoverable"
+            f"{report.sound} files sound, {len(report.restored)} restored, {len(report.mended)} mended, "
+            f"{len(report.quarantined)} quarantined, {len(report.unrecoverable)} unrecoverable"
         )
         return 1 if report.unrecoverable else 0
 
-    return _store_command("repair", run)
+    return _store_command("repair", args.db, run)
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -221,7 +251,32 @@ def _inspect(args: argparse.Namespace) -> int:
         sys.stdout.write(inspect_store(args.db, npc=args.npc))
         return 0
 
-    return _store_command("inspect", run)
+    return _store_command("inspect", args.db, run)
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from npc_memory.store.tools import store_stats
+
+    def run() -> int:
+        stats = store_stats(args.db)
+        if args.json:
+            sys.stdout.write(msgspec.json.format(msgspec.json.encode(stats), indent=2).decode() + "\n")
+            return 0 if stats.health == "ok" else 1
+        print(f"store {stats.path}: {stats.health}")
+        for problem in stats.problems:
+            print(f"  {problem}")
+        print(
+            f"world {stats.world!r}, game time {stats.clock:.0f} s, {stats.snapshots} snapshots; "
+            f"{stats.npcs} NPCs, {stats.players} players, {stats.memories} memories, {stats.facts} facts, "
+            f"{stats.relationships} relationships; {stats.pending_extractions} pending extractions"
+        )
+        print(
+            f"{stats.bytes} bytes on disk ({stats.journal_bytes} in {stats.journal_segments} journal "
+            f"segments), {stats.audit_entries} audit entries, {stats.quarantined} quarantined files"
+        )
+        return 0 if stats.health == "ok" else 1
+
+    return _store_command("stats", args.db, run)
 
 
 def _with_plugin(
@@ -232,15 +287,14 @@ def _with_plugin(
     import esper
 
     import npc_memory
-    from npc_memory.store import TinyDBStore, check_not_in_use
+    from npc_memory.store import TinyDBStore
     from npc_memory.store.tinydb_store import is_store
 
     def run() -> int:
         path = Path(args.db)
         if not path.is_dir() or not is_store(path):
             raise StoreError(f"no store at {path}")
-        check_not_in_use(path)
-        store = TinyDBStore(path, create=False, checkpoint_on_close=False)
+        store = TinyDBStore(path, create=False, read_only=True)
         try:
             meta = store.read_meta()
         finally:
@@ -260,7 +314,7 @@ def _with_plugin(
         return 0
 
     try:
-        return _store_command(name, run)
+        return _store_command(name, args.db, run)
     except NpcMemoryError as exc:
         print(f"npc-memory {name}: {exc}", file=sys.stderr)
         return 1
@@ -325,7 +379,7 @@ def _audit(args: argparse.Namespace) -> int:
         path = Path(args.db)
         if not path.is_dir() or not is_store(path):
             raise StoreError(f"no store at {path}")
-        store = TinyDBStore(path, create=False, checkpoint_on_close=False)
+        store = TinyDBStore(path, create=False, read_only=True)
         try:
             readout = store.read_audit()
         finally:
@@ -345,7 +399,7 @@ def _audit(args: argparse.Namespace) -> int:
             )
         return 1 if readout.problems else 0
 
-    return _store_command("audit", run)
+    return _store_command("audit", args.db, run)
 
 
 def _pack_validate(args: argparse.Namespace) -> int:
@@ -354,7 +408,8 @@ def _pack_validate(args: argparse.Namespace) -> int:
         try:
             pack = load_pack(path)
         except PackError as exc:
-            print(exc, file=sys.stderr)
+            count = len(exc.problems)
+            print(f"{exc}\n{path}: {count} problem{'' if count == 1 else 's'}", file=sys.stderr)
             status = 1
             continue
         print(

@@ -86,22 +86,46 @@ class StoreError(NpcMemoryError):
 
 
 class StoreCorruptError(StoreError):
-    """A store file is damaged. ``path`` names the file, ``problem`` what is wrong.
+    """A store file is damaged. ``path`` names the file, ``problem`` what is wrong,
+    ``store`` the store directory (once known).
 
-    ``npc-memory repair --db PATH`` restores the previous good generation.
+    ``npc-memory repair --db STORE`` mends it (restores the previous good generation,
+    or with ``--quarantine`` moves an unmendable document aside).
     """
 
-    def __init__(self, path: str, problem: str) -> None:
+    def __init__(self, path: str, problem: str, store: str | None = None) -> None:
         self.path = path
         self.problem = problem
-        super().__init__(
-            f"store file {path} is damaged: {problem}; "
-            "run 'npc-memory repair --db <store>' to restore its previous good generation"
-        )
+        self.store = store
+        self.found: list[tuple[str, str]] = [(path, problem)]
+        """Every ``(file, problem)`` found, when a whole store was checked."""
+        super().__init__(path, problem)
+
+    def __str__(self) -> str:
+        hint = f"run 'npc-memory repair --db {self.store or '<store>'}' to mend it"
+        if len(self.found) > 1:
+            listed = "; ".join(f"{path}: {problem}" for path, problem in self.found)
+            return f"store {self.store} is damaged in {len(self.found)} places: {listed}; {hint}"
+        return f"store file {self.path} is damaged: {self.problem}; {hint}"
 
 
 class StoreLockedError(StoreError):
-    """Another process (or another open in this one) owns the store."""
+    """Another process (or another open in this one) owns the store; ``owner`` is its
+    process id when known."""
+
+    def __init__(self, message: str, owner: int | None = None) -> None:
+        self.owner = owner
+        super().__init__(message)
+
+
+class StoreLostError(StoreError):
+    """The store no longer holds what this process wrote to it (its directory was
+    removed): everything in memory is written again."""
+
+
+class StoreOwnershipError(StoreError):
+    """This process no longer owns the store (its lock file was removed or replaced):
+    it stops writing, so another owner's data is never overwritten."""
 
 
 class StoreVersionError(StoreError):

@@ -73,6 +73,25 @@ class RelationshipStageChanged(RelationshipEvent, frozen=True, kw_only=True):
     new: Stage
 
 
+class StoreOwnershipLost(Event, frozen=True, kw_only=True):
+    """This process lost the lock of its store (the lock file was removed or replaced,
+    so another process may own it now): the plugin stopped writing to it and keeps
+    everything in memory. Export the world (``plugin.export(PATH)``) and restart on a
+    store of its own. ``store`` names the store, ``error`` what was found."""
+
+    store: str
+    error: str
+
+
+class HealthChanged(Event, frozen=True, kw_only=True):
+    """The plugin's health changed from ``previous`` to ``status`` (``ok``,
+    ``degraded`` or ``failing``); ``reasons`` says why (see ``plugin.health()``)."""
+
+    status: Literal["ok", "degraded", "failing"]
+    previous: Literal["ok", "degraded", "failing"]
+    reasons: tuple[str, ...]
+
+
 class SnapshotFailed(Event, frozen=True, kw_only=True):
     """Writing a snapshot to the store failed; the changes stay queued and are retried
     with the next snapshot round. ``error`` describes the failure."""
@@ -157,6 +176,7 @@ __all__ = [
     "ExtractionDropped",
     "FactLearned",
     "FactionReputationShift",
+    "HealthChanged",
     "Hostile",
     "MemoriesExtracted",
     "MemoryMilestone",
@@ -166,5 +186,6 @@ __all__ = [
     "Respected",
     "SecretLearned",
     "SnapshotFailed",
+    "StoreOwnershipLost",
     "TrustedAlly",
 ]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import esper
 
-from npc_memory.clock import GameClock
+from npc_memory.clock import GameClock, check_number
 from npc_memory.content import Pack, load_pack
 from npc_memory.errors import AlreadyInstalledError, InvalidArgumentError, NotInstalledError
 from npc_memory.extraction.pipeline import ExtractionPipeline
@@ -84,9 +84,7 @@ def install(
     :class:`PackError` for a bad pack and :class:`StoreError` (locked, damaged or too
     new) for a store that cannot be used; nothing is installed then.
     """
-    name = esper.current_world if world is None else world
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"world must be a non-empty string, got {world!r}")
+    name = _world_name(world)
     if name in _INSTALLED:
         raise AlreadyInstalledError(
             f"npc_memory is already installed in esper world {name!r}; call npc_memory.uninstall() first"
@@ -105,7 +103,7 @@ def install(
         raise InvalidArgumentError(f"event_errors must be 'raise' or 'log', got {event_errors!r}")
     loaded = pack if isinstance(pack, Pack) else load_pack(pack)
     dt_source = _dt_source(dt)
-    clock = GameClock(start=start_time, time_scale=time_scale)
+    clock = GameClock(start=check_number("start_time", start_time), time_scale=time_scale)
     backend = _open_store(store, loaded)
     pipeline: ExtractionPipeline | None = None
     try:
@@ -149,6 +147,14 @@ def install(
     return plugin
 
 
+def _world_name(world: str | None) -> str:
+    """The esper world ``world`` names (``None``: the current one)."""
+    name = esper.current_world if world is None else world
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"world must be a non-empty string, got {world!r}")
+    return name
+
+
 def _dt_source(dt: str | DtSource | None) -> DtSource:
     if dt is None:
         return first_positional
@@ -179,22 +185,26 @@ def _open_store(store: str | os.PathLike[str] | Store | None, pack: Pack) -> Sto
     raise InvalidArgumentError(f"store must be a path, a Store or None, got {store!r}")
 
 
-def uninstall(world: str | None = None) -> None:
+def uninstall(world: str | None = None, *, save: bool = True) -> None:
     """Remove the plugin from ``world`` (default: the current world): save everything
     to its store and close it, remove its processors and event subscriptions.
     Components stay on their entities. Raises :class:`NotInstalledError` if no plugin
-    is installed there, and :class:`StoreError` if the final save failed (the plugin is
-    uninstalled all the same)."""
-    name = esper.current_world if world is None else world
-    plugin = _INSTALLED.pop(name, None)
+    is installed there. If the final save fails, raises :class:`StoreError` saying how
+    to go on, and the plugin stays installed with everything in memory: call
+    ``uninstall`` again once the store works, ``plugin.export(PATH)`` to write the
+    world elsewhere, or ``uninstall(save=False)`` to give up what is not on disk."""
+    check_flag("save", save)
+    name = _world_name(world)
+    plugin = _INSTALLED.get(name)
     if plugin is None:
         raise NotInstalledError(f"npc_memory is not installed in esper world {name!r}")
-    plugin.detach()
+    plugin.detach(save=save)
+    del _INSTALLED[name]
 
 
 def get_plugin(world: str | None = None) -> MemoryPlugin:
     """The plugin installed in ``world`` (default: the current world)."""
-    name = esper.current_world if world is None else world
+    name = _world_name(world)
     try:
         return _INSTALLED[name]
     except KeyError:

@@ -12,7 +12,9 @@ import copy
 import functools
 import logging
 import math
+import os
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import esper
@@ -37,6 +39,7 @@ from npc_memory.components import (
     Valence,
 )
 from npc_memory.components.relationship import Dimension
+from npc_memory.content.schema import Limits
 from npc_memory.context.builder import ContextProvider, PromptContext
 from npc_memory.context.providers import DEFAULT_PROVIDERS
 from npc_memory.errors import (
@@ -45,6 +48,7 @@ from npc_memory.errors import (
     NotInstalledError,
     NpcMemoryError,
     PrivacyError,
+    StoreError,
     VersionConflictError,
 )
 from npc_memory.events import Event
@@ -54,23 +58,28 @@ from npc_memory.query import MemoryQuery
 from npc_memory.rules.privacy import CLONE_CATEGORIES
 from npc_memory.rules.validation import (
     GAME_ONLY_TAGS,
-    MAX_CONTENT_CHARS,
     MAX_KEY_CHARS,
+    MAX_RECALL_K,
     check_category,
     check_flag,
+    check_game_seconds,
     check_int,
     check_key_or_none,
-    check_positive,
+    check_keys,
+    check_query,
     check_room,
     check_scope,
     check_tags,
     check_text,
+    check_trigger,
     check_unit,
 )
 from npc_memory.services import (
     ConversationEnded,
     ConversationService,
     DialogueService,
+    Health,
+    HealthService,
     KnowledgeService,
     MaintenanceService,
     MemoryService,
@@ -90,6 +99,8 @@ from npc_memory.services.privacy import (
 from npc_memory.state import Ref, Subscription, WorldState
 from npc_memory.state.world import world_context
 from npc_memory.store import NpcDocument, PlayerDocument, Store
+from npc_memory.store.files import write_atomic
+from npc_memory.store.tools import export_bytes
 from npc_memory.systems import (
     CLOCK_PRIORITY,
     CONSOLIDATION_PRIORITY,
@@ -115,6 +126,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 MAX_TURNS = 500
 """Lines an open conversation may hold before it must be ended."""
 
+MAX_CONTEXT_TOKENS = 1_000_000
+"""Largest token budget of one prompt context."""
+
 log = logging.getLogger("npc_memory.events")
 
 __all__ = [
@@ -123,6 +137,7 @@ __all__ = [
     "ConversationEnded",
     "EndGameReport",
     "ForgetReport",
+    "Health",
     "MemoryPlugin",
     "PromptMessages",
     "Ref",
@@ -169,7 +184,9 @@ class MemoryPlugin:
         self._conversations = ConversationService(
             state, pipeline, self._memories, self._knowledge, self._relationships
         )
-        self._persistence = PersistenceService(state, store, lambda: self._conversations.pending(), snapshots)
+        self._persistence = PersistenceService(state, store, pipeline, snapshots)
+        self._persistence.excluded = self._conversations.dropped
+        self._health = HealthService(state, self._persistence, pipeline)
         self._population = PopulationService(state, self._persistence, self._knowledge, self._conversations)
         self._maintenance = MaintenanceService(
             state, pipeline, self._memories, self._relationships, self._knowledge
@@ -201,6 +218,10 @@ class MemoryPlugin:
         doc="The extraction pipeline: ``stats``, ``limiter``, ``breaker``, queue.",
     )
     installed = property(lambda self: self._installed, doc="Whether the plugin is still installed.")
+    limits = property(
+        lambda self: self._state.pack.limits,
+        doc="The sizes the facade accepts: the pack's ``[limits]`` (see :class:`Limits`).",
+    )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -211,50 +232,71 @@ class MemoryPlugin:
         state, memory = self._state, self.pack.memory
         budgets = self.pack.budgets
         if deterministic:  # count caps only: no wall-clock budget decides how much work a tick does
-            timed = ("extraction", "gossip", "decay", "consolidation")
-            budgets = budgets.model_copy(update={f"{name}_tick_ms": math.inf for name in timed})
+            timed = ("tick", "extraction_tick", "gossip_tick", "decay_tick", "consolidation_tick")
+            budgets = budgets.model_copy(update={f"{name}_ms": math.inf for name in timed})
+        tick = state.tick
+        tick.total_ms = budgets.tick_ms
+        extraction, gossip = tick.share(budgets.extraction_tick_ms), tick.share(budgets.gossip_tick_ms)
         upkeep = self._maintenance
         npcs = state.registry.npc_order
         decay = DecaySystem(
             PairCursor(npcs, upkeep.pairs_of), self.clock, budgets.decay_pairs_per_tick,
-            memory.decay_interval, upkeep.decay_pair, budget_ms=budgets.decay_tick_ms,
+            memory.decay_interval, upkeep.decay_pair, tick.share(budgets.decay_tick_ms),
         )  # fmt: skip
         consolidation = ConsolidationSystem(
             PairCursor(npcs, upkeep.pairs_of), self.clock, budgets.consolidation_pairs_per_tick,
-            memory.decay_interval, upkeep.consolidate_pair, poll=upkeep.poll_summaries,
-            budget_ms=budgets.consolidation_tick_ms,
+            memory.decay_interval, upkeep.consolidate_pair, tick.share(budgets.consolidation_tick_ms),
+            poll=upkeep.poll_summaries,
         )  # fmt: skip
         band: list[tuple[esper.Processor, int]] = [
-            (ClockSystem(self.clock, dt_source, fixed_step), CLOCK_PRIORITY),
+            (ClockSystem(self.clock, dt_source, fixed_step, tick), CLOCK_PRIORITY),
             (LifecycleSystem(self._population), LIFECYCLE_PRIORITY),
-            (ExtractionSystem(self._conversations, budgets.extraction_tick_ms), EXTRACTION_PRIORITY),
-            (
-                GossipSystem(self._knowledge, budgets.gossip_exchanges_per_tick, budgets.gossip_tick_ms),
-                GOSSIP_PRIORITY,
-            ),
+            (ExtractionSystem(self._conversations, extraction), EXTRACTION_PRIORITY),
+            (GossipSystem(self._knowledge, budgets.gossip_exchanges_per_tick, gossip), GOSSIP_PRIORITY),
             (decay, DECAY_PRIORITY),
             (consolidation, CONSOLIDATION_PRIORITY),
-            (SnapshotSystem(self._persistence), SNAPSHOT_PRIORITY),
-            (EventSystem(state.events), EVENT_PRIORITY),
+            (SnapshotSystem(self._persistence, self._health), SNAPSHOT_PRIORITY),
+            (EventSystem(state.events, tick), EVENT_PRIORITY),
         ]
+        timing = (
+            ("clock", None), ("lifecycle", None), ("extraction", budgets.extraction_tick_ms),
+            ("gossip", budgets.gossip_tick_ms), ("decay", budgets.decay_tick_ms),
+            ("consolidation", budgets.consolidation_tick_ms), ("snapshot", budgets.snapshot_tick_ms),
+            ("events", None),
+        )  # fmt: skip
+        for (processor, _), (name, budget_ms) in zip(band, timing, strict=True):  # time each tick, per system
+            setattr(processor, "process", self._health.timed(name, processor.process, budget_ms))  # noqa: B010
         with world_context(self.world, create=True):
             for processor, offset in band:
                 esper.add_processor(processor, priority=priority + offset)
                 self.processors.append(processor)
 
-    def detach(self) -> None:
-        """Save, stop the plugin's threads and remove its systems (``uninstall`` does this)."""
+    def detach(self, *, save: bool = True) -> None:
+        """Save, stop the plugin's threads and remove its systems (``uninstall`` does this).
+        If saving fails, raises :class:`StoreError` and stays attached with everything
+        in memory (``save=False`` detaches without saving)."""
         error: NpcMemoryError | None = None
-        try:
-            self._persistence.save()
-        except NpcMemoryError as exc:
-            error = exc
+        self._maintenance.close()
+        # Before the last save: what calls in flight cost and brought is saved with their jobs.
+        self._pipeline.close(grace=self.pack.llm.shutdown_grace)
+        if save:
+            try:
+                self._persistence.save()
+            except StoreError as exc:
+                where = f"esper world {self.world!r}"
+                raise StoreError(
+                    f"{exc}. npc_memory stays installed in {where} with everything in memory (the "
+                    f"LLM is closed: the rules extract from here): fix the store and call "
+                    f"npc_memory.uninstall() again, or write the world elsewhere with "
+                    f"plugin.export(PATH) and load it with 'npc-memory import --db NEW_STORE PATH'; "
+                    f"npc_memory.uninstall(save=False) gives up what is not on disk"
+                ) from exc
+            except NpcMemoryError as exc:
+                error = exc
         try:
             self._state.events.deliver()  # what the last changes queued reaches its handlers
         except EventHandlerError as exc:
             log.error("npc_memory event handlers raised during uninstall", exc_info=exc)
-        self._maintenance.close()
-        self._pipeline.close()
         self._persistence.close()
         if self.world in esper.list_worlds():
             with world_context(self.world):
@@ -274,6 +316,39 @@ class MemoryPlugin:
         without a store). Raises :class:`StoreError` if writing failed; the changes
         stay queued for the next snapshot."""
         self._persistence.save()
+
+    @_delivers
+    def health(self) -> Health:
+        """How the plugin is doing: ``status`` ``ok``, ``degraded`` (working, but
+        something needs attention; nothing is lost) or ``failing`` (the store is not
+        being written), with ``reasons`` and since when (game time ``since``, UTC
+        ``since_wall``). Each change is also published as :class:`HealthChanged`."""
+        return self._health.health()
+
+    def metrics(self) -> dict[str, Any]:
+        """Figures since install, as plain data: ``health``; ``ticks`` per system
+        (``p50_ms``, ``p99_ms``, ``max_ms`` over the last 600 ticks, ``budget_ms``,
+        ``overruns`` and ``overruns_in_window``); ``queues`` (extraction queued, in
+        flight, ready, parked; snapshot backlog, store batches in flight);
+        ``extraction`` outcomes; ``llm`` calls, failures, tokens, ``cost_usd`` and
+        breaker state; ``snapshots`` (rounds started and completed,
+        ``oldest_unsaved_s``); ``store`` (write latency p50/p99, writes, failures,
+        bytes); ``counts`` of NPCs, players, memories, facts and relationships (this
+        walks every NPC: call it now and then, not every tick)."""
+        return self._health.metrics()
+
+    def export(self, path: str | os.PathLike[str]) -> int:
+        """Write the whole world as it is in memory to ``path`` in the export format
+        (``npc-memory import --db STORE PATH`` loads it); returns the number of
+        documents. For a world whose store fails or was lost: nothing is read from
+        the store."""
+        meta, documents = self._persistence.export()
+        target = Path(path)
+        try:
+            write_atomic(target, export_bytes(meta, documents), keep_previous=False)
+        except OSError as exc:
+            raise StoreError(f"cannot write the export to {target}: {exc.strerror or exc}") from exc
+        return len(documents)
 
     def unsaved_seconds(self) -> float:
         """Game seconds since the oldest change not yet durably in the store (0.0 when the
@@ -354,6 +429,7 @@ class MemoryPlugin:
         any) and restored if the key is added again, unless ``forget`` deletes it. The
         key of an NPC or player that is only in the store may be forgotten too. Forgetting
         a player is :meth:`forget_player` (everything about them, everywhere)."""
+        check_flag("forget", forget)
         if isinstance(ref, str) and ref not in self._state.registry.by_key and ref in self._state.stored:
             if forget and isinstance(self._state.stored[ref], PlayerDocument):
                 self._privacy.forget_player(ref, actor="plugin")
@@ -445,8 +521,9 @@ class MemoryPlugin:
         """
         handle = self._resolve.npc(npc)
         target = None if player is None else self._resolve.player(player)
-        text = check_text("content", content, MAX_CONTENT_CHARS)
-        tag_tuple = _check_tags(tags, "memories")
+        limits: Limits = self.limits
+        text = check_text("content", content, limits.content_chars)
+        tag_tuple = _check_tags(tags, "memories", limits)
         if kind not in MEMORY_KINDS:
             raise InvalidArgumentError(f"kind must be one of {', '.join(MEMORY_KINDS)}, got {kind!r}")
         if valence not in VALENCES:
@@ -457,9 +534,8 @@ class MemoryPlugin:
             ("intensity", intensity),
         ):
             check_unit(label, value)
-        for label, flag in (("locked", locked), ("affect_relationship", affect_relationship)):
-            if not isinstance(flag, bool):
-                raise InvalidArgumentError(f"{label} must be True or False, got {flag!r}")
+        check_flag("locked", locked)
+        check_flag("affect_relationship", affect_relationship)
         resolved_scope = check_scope(scope, target)
         if target is None:
             self._privacy.check_world_memory(text, resolved_scope)
@@ -467,11 +543,10 @@ class MemoryPlugin:
             raise InvalidArgumentError("affect_relationship needs a player, not a world-scoped memory")
         if kind != "procedural" and (pattern is not None or trigger is not None):
             raise InvalidArgumentError("pattern and trigger apply to procedural memories only")
-        if trigger is not None and not isinstance(trigger, TriggerContext):
-            raise InvalidArgumentError(f"trigger must be a TriggerContext, got {trigger!r}")
+        trigger = check_trigger(trigger, limits)
         if source_conversation is not None:
             source_conversation = check_text("source_conversation", source_conversation, MAX_KEY_CHARS)
-        episodes = tuple(check_text("source_episodes item", e, MAX_KEY_CHARS) for e in source_episodes)
+        episodes = check_keys("source_episodes", source_episodes, self.pack.memory.episodic_cap)
         if episodes and kind != "semantic":
             raise InvalidArgumentError("source_episodes apply to semantic memories only")
         key = None if target is None else target.identity.key
@@ -493,7 +568,7 @@ class MemoryPlugin:
             scope=resolved_scope,
             room=check_room(room),
             source_conversation=source_conversation,
-            pattern=None if pattern is None else check_text("pattern", pattern, MAX_CONTENT_CHARS),
+            pattern=None if pattern is None else check_text("pattern", pattern, limits.content_chars),
             trigger=trigger,
             source_episodes=episodes,
             affect_relationship=affect_relationship,
@@ -524,7 +599,7 @@ class MemoryPlugin:
         conversations are part of the NPC's WorkingMemory, saved and restored with it."""
         self._check_installed()
         line = Turn(
-            check_text("speaker", speaker, MAX_KEY_CHARS), check_text("text", text, MAX_CONTENT_CHARS)
+            check_text("speaker", speaker, MAX_KEY_CHARS), check_text("text", text, self.limits.content_chars)
         )
         self._conversations.say(self._resolve.npc(npc), self._resolve.player(player), line, MAX_TURNS)
 
@@ -572,7 +647,7 @@ class MemoryPlugin:
         names a player who has not consented."""
         room_name = check_text("room", room, MAX_KEY_CHARS)
         text, tag_tuple, topic = _fact_arguments(
-            content, tags, importance, confidence, category, topic, expires_in
+            self.limits, content, tags, importance, confidence, category, topic, expires_in
         )
         subject_key = None if subject is None else self._resolve.subject(subject)
         return self._knowledge.observe(
@@ -608,10 +683,9 @@ class MemoryPlugin:
         :meth:`observe`."""
         handle = self._resolve.npc(npc)
         text, tag_tuple, topic = _fact_arguments(
-            content, tags, importance, confidence, category, topic, expires_in
+            self.limits, content, tags, importance, confidence, category, topic, expires_in
         )
-        if not isinstance(locked, bool):
-            raise InvalidArgumentError(f"locked must be True or False, got {locked!r}")
+        check_flag("locked", locked)
         subject_key = None if subject is None else self._resolve.subject(subject)
         return self._knowledge.learn(
             handle,
@@ -650,10 +724,9 @@ class MemoryPlugin:
         only looks, for previews and evaluation)."""
         handle = self._resolve.npc(npc, stored=True)
         key = None if player is None else self._resolve.player(player, stored=True).identity.key
-        check_int("k", k, 1, 1000)
+        check_int("k", k, 1, MAX_RECALL_K)
         check_flag("strengthen", strengthen)
-        if not isinstance(query, str):
-            raise InvalidArgumentError(f"query must be a string, got {query!r}")
+        check_query("query", query, self.limits.query_chars)
         return self._dialogue.recall(handle, key, query, k, strengthen=strengthen)
 
     def context(
@@ -671,10 +744,8 @@ class MemoryPlugin:
         which never exceeds ``max_tokens`` by :func:`npc_memory.context.estimate_tokens`;
         and ``placeholders`` such as ``reputation``. Recalls memories (see :meth:`recall`)."""
         handle, target = self._resolve.npc(npc, stored=True), self._resolve.player(player, stored=True)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise InvalidArgumentError(f"max_tokens must be a positive int, got {max_tokens!r}")
-        if not isinstance(message, str):
-            raise InvalidArgumentError(f"message must be a string, got {message!r}")
+        check_int("max_tokens", max_tokens, 1, MAX_CONTEXT_TOKENS)
+        check_query("message", message, self.limits.query_chars)
         if providers is not None and (isinstance(providers, str) or not isinstance(providers, Iterable)):
             raise InvalidArgumentError(f"providers must be a list of context providers, got {providers!r}")
         chosen = list(DEFAULT_PROVIDERS if providers is None else providers)
@@ -696,7 +767,7 @@ class MemoryPlugin:
         """A system prompt (persona from the archetype, what the NPC will and won't
         discuss, the context) and the message list for an Anthropic Messages call: the
         open conversation's lines, then ``message`` from the player."""
-        text = check_text("message", message, MAX_CONTENT_CHARS)
+        text = check_text("message", message, self.limits.query_chars)
         context = self.context(npc, player, text, max_tokens=max_tokens)
         handle, target = self._resolve.npc(npc, stored=True), self._resolve.player(player, stored=True)
         return self._dialogue.prompt_messages(handle, target, text, context)
@@ -897,14 +968,15 @@ def _entity(handle: NpcHandle | PlayerHandle) -> int:
     return handle.entity
 
 
-def _check_tags(tags: Iterable[str], what: str) -> tuple[str, ...]:
-    tag_tuple = check_tags(tags)
+def _check_tags(tags: Iterable[str], what: str, limits: Limits) -> tuple[str, ...]:
+    tag_tuple = check_tags(tags, limits)
     if GAME_ONLY_TAGS.intersection(tag_tuple):
         raise PrivacyError(f"{what} tagged 'game-only' are game clues and are never stored")
     return tag_tuple
 
 
 def _fact_arguments(
+    limits: Limits,
     content: str,
     tags: Iterable[str],
     importance: float,
@@ -914,13 +986,13 @@ def _fact_arguments(
     expires_in: float | None,
 ) -> tuple[str, tuple[str, ...], str]:
     """Checked content, tags and topic (default: the first tag) of a fact to learn."""
-    text = check_text("content", content, MAX_CONTENT_CHARS)
-    tag_tuple = _check_tags(tags, "facts")
+    text = check_text("content", content, limits.content_chars)
+    tag_tuple = _check_tags(tags, "facts", limits)
     check_unit("importance", importance)
     check_unit("confidence", confidence)
     check_category(category)
     if expires_in is not None:
-        check_positive("expires_in", expires_in)
+        check_game_seconds("expires_in", expires_in)
     if topic is not None:
         return text, tag_tuple, check_text("topic", topic, MAX_KEY_CHARS)
     return text, tag_tuple, tag_tuple[0] if tag_tuple else "general"

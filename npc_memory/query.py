@@ -13,7 +13,7 @@ from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import DIMENSIONS, Fact, Memory, Stage
 from npc_memory.components.relationship import Dimension, Relationship
 from npc_memory.errors import InvalidArgumentError, UnknownEntityError
-from npc_memory.rules.validation import MAX_TAG_CHARS, check_tags, check_text, check_unit
+from npc_memory.rules.validation import MAX_KEY_CHARS, check_tags, check_text, check_unit
 from npc_memory.services import KnowledgeService, RelationshipService, Resolver
 from npc_memory.state import Ref
 
@@ -64,7 +64,7 @@ class MemoryQuery:
 
     def count_memories_by_tag(self, npc: Ref, player: Ref | None, tag: str) -> int:
         """How many memories ``npc`` holds about ``player`` (``None``: the world) tagged ``tag``."""
-        tag = check_text("tag", tag, MAX_TAG_CHARS).lower()
+        tag = check_text("tag", tag, self._relationships.state.pack.limits.tag_chars).lower()
         return sum(1 for m in self._memories(npc, player) if tag in m.tags)
 
     def has_memory_matching(
@@ -72,7 +72,7 @@ class MemoryQuery:
     ) -> bool:
         """Whether ``npc`` holds a memory about ``player`` carrying every tag in
         ``tags`` with importance ≥ ``min_importance``."""
-        wanted = set(check_tags(tags))
+        wanted = set(check_tags(tags, self._relationships.state.pack.limits))
         check_unit("min_importance", min_importance)
         return any(
             m.importance >= min_importance and wanted.issubset(m.tags)
@@ -81,7 +81,7 @@ class MemoryQuery:
 
     def knows(self, npc: Ref, tag: str) -> bool:
         """Whether ``npc`` believes any fact tagged ``tag`` (expired facts do not count)."""
-        tag = check_text("tag", tag, MAX_TAG_CHARS).lower()
+        tag = check_text("tag", tag, self._relationships.state.pack.limits.tag_chars).lower()
         return any(tag in f.tags for f in self._knowledge.facts(self._resolve.npc(npc, stored=True)))
 
     def beliefs_about(self, npc: Ref, subject: Ref) -> list[Fact]:
@@ -94,6 +94,7 @@ class MemoryQuery:
         """How ``npc`` came to know fact ``fact_id``: its provenance chain as text, most
         recent step first, with game days and hours."""
         handle = self._resolve.npc(npc, stored=True)
+        fact_id = check_text("fact_id", fact_id, MAX_KEY_CHARS)
         fact = next((f for f in handle.knowledge.facts if f.id == fact_id), None)
         if fact is None:
             raise UnknownEntityError(f"NPC {handle.identity.key!r} has no fact {fact_id!r}")

@@ -12,6 +12,7 @@ import esper
 import pytest
 
 import npc_memory
+from npc_memory.errors import StoreError
 from npc_memory.installation import _INSTALLED
 
 from .fake_anthropic import FakeMessagesAPI
@@ -30,7 +31,10 @@ def tick(world: str, n: int = 1, dt: float = 1.0) -> None:
 
 def reset_esper() -> None:
     for name in list(_INSTALLED):
-        npc_memory.uninstall(name)
+        try:
+            npc_memory.uninstall(name)
+        except StoreError:  # a test left its store failing: give up what is unsaved
+            npc_memory.uninstall(name, save=False)
     esper.switch_world("default")
     for name in esper.list_worlds():
         if name != "default":

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import esper
 
@@ -47,9 +47,9 @@ class MarkedStore(TinyDBStore):
         say("appended")
         return written
 
-    def maintain(self, deadline: float) -> bool:
+    def maintain(self, deadline: float, pause: Callable[[], None] | None = None) -> bool:
         say("folding")
-        more = super().maintain(deadline)
+        more = super().maintain(deadline, pause)
         say("folded")
         return more
 

@@ -90,3 +90,20 @@ def test_the_fact_index_always_equals_one_built_afresh(steps: list[tuple[Any, ..
         assert (index.by_id, index.held, index.claims) == (fresh.by_id, fresh.held, fresh.claims)
         assert fresh.origins <= index.origins  # merged and evicted origins may linger: never re-learned
         assert len(kb.facts) <= rules.cap
+
+
+def test_facts_evicted_with_a_fact_too_weak_to_keep_are_gone_after_a_reload(tmp_path: Any) -> None:
+    store = tmp_path / "world.db"
+    plugin = npc_memory.install(world="k", pack=capped(8), store=store)
+    plugin.add_npc(key="wren", room="market")
+    for i in range(8):
+        plugin.observe(room="market", content=f"rumour {i}", topic=f"r{i}", importance=0.5 + 0.05 * i)
+    plugin.save()
+    # 9 > cap 8: three go in one pass, the new, weakest one among them
+    assert plugin.observe(room="market", content="a trifle", topic="t", importance=0.01) == ["wren"]
+    held = sorted(f.content for f in plugin.npc("wren").knowledge.facts)
+    assert len(held) == 6 and "a trifle" not in held
+    npc_memory.uninstall(world="k")
+    again = npc_memory.install(world="k", pack=capped(8), store=store)
+    again.add_npc(key="wren", room="market")
+    assert sorted(f.content for f in again.npc("wren").knowledge.facts) == held

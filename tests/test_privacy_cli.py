@@ -71,7 +71,7 @@ def test_commands_refuse_a_store_a_running_game_holds(db: Path, capsys: pytest.C
         ("clone", "--from", "npc0", "--to", "npc1"),
     ):
         status, _, err = cli(capsys, args[0], "--db", str(db), *args[1:])
-        assert status == 1 and "in use by a running game" in err, (args, err)
+        assert status == 1 and "is in use (locked by process" in err, (args, err)
     npc_memory.uninstall("running")
     assert traces(db, KEY, NAME)  # nothing was forgotten
 

@@ -201,7 +201,7 @@ def test_a_failing_handler_does_not_stop_the_others_nor_undo_the_change(village:
 
 
 def test_subscribe_rejects_non_events(plugin: npc_memory.MemoryPlugin) -> None:
-    with pytest.raises(TypeError, match=r"subclass of npc_memory\.events\.Event"):
+    with pytest.raises(npc_memory.InvalidArgumentError, match=r"subclass of npc_memory\.events\.Event"):
         plugin.on(int, print)  # type: ignore[type-var]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from npc_memory.store import (
     TinyDBStore,
     encode_document,
 )
+from npc_memory.store.documents import pack_rng_state
 
 BACKENDS: dict[str, Callable[[Path], Store]] = {"tinydb": lambda path: TinyDBStore(path / "store.db")}
 
@@ -76,7 +78,8 @@ def test_write_replaces_and_delete_removes(store: Store) -> None:
 
 
 def test_meta_round_trips_and_is_written_after_documents(store: Store) -> None:
-    meta = StoreMeta(world="village", pack="village", seed=3, clock=1234.5, rng_state="AAAA", snapshots=7)
+    rng_state, rng_gauss = pack_rng_state(random.Random(3))
+    meta = StoreMeta(world="village", pack="village", seed=3, clock=1234.5, rng_state=rng_state, rng_gauss=rng_gauss, snapshots=7)
     store.write([encode_document(npc("hilda"))], meta)
     assert store.read_meta() == meta and store.load().meta == meta
     store.write_meta(StoreMeta(world="village", clock=99.0))

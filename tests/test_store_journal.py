@@ -118,7 +118,9 @@ def patched(store: TinyDBStore, key: str, trusts: list[float]) -> NpcDocument:
     assert isinstance(base, NpcCapture)
     for trust in trusts:
         document.relationships.by_player["alice"] = Relationship(trust=trust, version=3)
-        document.bank.players["alice"].episodic.append(document.bank.players["alice"].episodic[0])
+        episodic = document.bank.players["alice"].episodic
+        episodic.append(msgspec.structs.replace(episodic[0], id=f"m{document.bank.next_id}"))
+        document.bank.next_id += 1
         new = capture_document(document)
         assert isinstance(new, NpcCapture)
         patch = diff(base, new, lsn=store.reserve_lsn(), base_lsn=lsn)

@@ -33,6 +33,7 @@ from npc_memory.components import (
 )
 from npc_memory.store import SCHEMA_VERSION, NpcDocument
 from npc_memory.store.records import (
+    CaptureView,
     NpcCapture,
     NpcPatch,
     apply_list_edit,
@@ -40,6 +41,7 @@ from npc_memory.store.records import (
     capture_atomically,
     capture_handle,
     diff,
+    diff_viewed,
     document_of_capture,
     list_edit,
     record_decoder,
@@ -176,12 +178,15 @@ def test_a_patch_turns_the_base_into_the_new_document_exactly(seed: int, rounds:
     rng = random.Random(seed)
     live = document(players=rng.randrange(4))
     base = capture(live, 0.0)
+    base_view: CaptureView | None = None  # carried from diff to diff, as the store's writer does
     replayed = fresh(base)
     for round_ in range(1, rounds + 1):
         for _ in range(changes):
             mutate(rng, live)
         new = capture(live, float(round_), atomically=bool(round_ % 2))
         patch = diff(base, new, lsn=round_ + 1, base_lsn=round_)
+        viewed, view = diff_viewed(base, base_view, new, lsn=round_ + 1, base_lsn=round_)
+        assert viewed == patch
         if patch is None:
             assert document_of_capture(new) == msgspec.structs.replace(document_of_capture(base), saved_at=new.saved_at)
             continue
@@ -194,7 +199,8 @@ def test_a_patch_turns_the_base_into_the_new_document_exactly(seed: int, rounds:
         assert list(replayed.relationships.by_player) == list(expected.relationships.by_player)
         assert list(replayed.working.open) == list(expected.working.open)
         assert msgspec.json.encode(replayed) == msgspec.json.encode(expected)  # the same canonical JSON
-        base = new
+        assert view is None or view == new.view()
+        base, base_view = new, view
 
 
 def test_a_patch_carries_only_what_changed() -> None:

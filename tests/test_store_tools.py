@@ -178,7 +178,7 @@ def test_cli_verbs(world_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["inspect", "--db", str(tmp_path / "n.db"), "--npc", "brandt"]) == 0
     assert "bram: rival" in capsys.readouterr().out
     assert main(["repair", "--db", str(tmp_path / "n.db")]) == 0
-    assert "5 files sound, 0 restored, 0 unrecoverable" in capsys.readouterr().out
+    assert "5 files sound, 0 restored, 0 mended, 0 quarantined, 0 unrecoverable" in capsys.readouterr().out
     assert main(["export", "--db", str(tmp_path / "nowhere.db")]) == 1
     assert "no store at" in capsys.readouterr().err
 

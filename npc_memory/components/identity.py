@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import msgspec
 
+from npc_memory.components.bounds import Unit
+
 
 class Identity(msgspec.Struct, frozen=True, kw_only=True):
     """A stable identity: ``key`` names the NPC or player everywhere outside the live
@@ -76,10 +78,10 @@ class NpcTraits(msgspec.Struct, frozen=True, kw_only=True):
     """Personality of an NPC, from its archetype; each trait in [0, 1]."""
 
     archetype: str | None = None
-    sociability: float = 0.5
-    gossip_drive: float = 0.5
-    credulity: float = 0.5
-    faction_loyalty: float = 0.5
+    sociability: Unit = 0.5
+    gossip_drive: Unit = 0.5
+    credulity: Unit = 0.5
+    faction_loyalty: Unit = 0.5
 
 
 class PlayerProfile(msgspec.Struct, frozen=True, kw_only=True):

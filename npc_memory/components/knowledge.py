@@ -6,6 +6,7 @@ from typing import Literal
 
 import msgspec
 
+from npc_memory.components.bounds import Count, Serial, Unit
 from npc_memory.components.memory import Scope
 
 FactCategory = Literal["player_trait", "world_event", "location", "npc_gossip", "faction_intel"]
@@ -57,11 +58,11 @@ class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     subject: str | None = None
     topic: str = "general"
     tags: tuple[str, ...] = ()
-    confidence: float = 1.0
-    importance: float = 0.5
+    confidence: Unit = 1.0
+    importance: Unit = 0.5
     source: FactSource = "observation"
     source_memory: str | None = None
-    hops: int = 0
+    hops: Count = 0
     chain: tuple[Hop, ...] = ()
     created: float = 0.0
     expires: float | None = None
@@ -80,4 +81,4 @@ class KnowledgeBase(msgspec.Struct, kw_only=True):
     """Every fact of one NPC, oldest first; ``next_id`` numbers new ones (``f1``, ``f2``…)."""
 
     facts: list[Fact] = msgspec.field(default_factory=list)
-    next_id: int = 1
+    next_id: Serial = 1

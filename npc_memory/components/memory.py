@@ -10,6 +10,8 @@ from typing import Literal
 
 import msgspec
 
+from npc_memory.components.bounds import Count, Serial, Unit
+
 MemoryKind = Literal["episodic", "semantic", "procedural"]
 Valence = Literal["positive", "neutral", "negative"]
 Scope = Literal["session", "player", "social", "profile", "anon"]
@@ -45,13 +47,13 @@ class MemoryRecord(
     id: str
     content: str
     tags: tuple[str, ...] = ()
-    importance: float = 0.5
-    confidence: float = 1.0
+    importance: Unit = 0.5
+    confidence: Unit = 1.0
     valence: Valence = "neutral"
-    intensity: float = 0.0
+    intensity: Unit = 0.0
     created: float = 0.0
     last_accessed: float = 0.0
-    access_count: int = 0
+    access_count: Count = 0
     locked: bool = False
     safety: SafetyFlag = "clean"
     scope: Scope = "session"
@@ -77,7 +79,7 @@ class ProceduralMemory(MemoryRecord, frozen=True, gc=False, tag="procedural"):
 
     pattern: str = ""
     trigger: TriggerContext = TriggerContext()
-    reinforcement: int = 1
+    reinforcement: Count = 1
 
 
 Memory = EpisodicMemory | SemanticMemory | ProceduralMemory
@@ -115,7 +117,7 @@ class MemoryBank(msgspec.Struct, kw_only=True):
 
     world: PairMemories = msgspec.field(default_factory=PairMemories)
     players: dict[str, PairMemories] = msgspec.field(default_factory=dict)
-    next_id: int = 1
+    next_id: Serial = 1
     milestones: dict[str, int] = msgspec.field(default_factory=dict)
 
     def pair(self, player: str | None) -> PairMemories | None:

@@ -7,6 +7,8 @@ from typing import Literal
 
 import msgspec
 
+from npc_memory.components.bounds import Count, Signed, Unit
+
 Dimension = Literal["trust", "fear", "respect", "loyalty", "friendliness", "romantic_interest"]
 DIMENSIONS: tuple[Dimension, ...] = (
     "trust",
@@ -42,18 +44,18 @@ class Relationship(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     applied (game seconds).
     """
 
-    trust: float = 0.5
-    fear: float = 0.0
-    respect: float = 0.5
-    loyalty: float = 0.5
-    friendliness: float = 0.5
-    romantic_interest: float = 0.0
-    disposition: float = 0.0
+    trust: Unit = 0.5
+    fear: Unit = 0.0
+    respect: Unit = 0.5
+    loyalty: Unit = 0.5
+    friendliness: Unit = 0.5
+    romantic_interest: Unit = 0.0
+    disposition: Signed = 0.0
     stage: Stage = Stage.STRANGER
-    interaction_count: int = 0
+    interaction_count: Count = 0
     first_met: float | None = None
     last_interaction: float | None = None
-    version: int = 0
+    version: Count = 0
     active_thresholds: tuple[str, ...] = ()
     drifted_at: float = 0.0
 

@@ -2,11 +2,14 @@
 the rule extractor's tags and cues, and the wording of memories and context.
 
 A pack is TOML validated by these pydantic models; every model forbids unknown
-fields, so a typo is an error rather than a silently ignored setting.
+fields, so a typo is an error rather than a silently ignored setting, and is strict: a
+value of the wrong kind is an error, never converted (``true`` or ``"0.5"`` is not a
+number, ``1`` is not a boolean; an integer is a valid number).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import string
@@ -18,6 +21,8 @@ from pydantic import (
     ConfigDict,
     Field,
     PositiveInt,
+    StringConstraints,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -30,7 +35,28 @@ from npc_memory.content import defaults
 Attitude = Literal["allied", "friendly", "neutral", "unfriendly", "hostile"]
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Delta = Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False)]
-Key = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_\-]*$")]
+MAX_KEY_CHARS = 128
+"""Longest key, name, room, subject or topic."""
+
+MAX_TAG_CHARS = 64
+"""Longest tag, for every way a tag enters (the API, the pack, an extractor's output)."""
+
+Key = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=r"^[a-z0-9][a-z0-9_\-]*$")]
+
+MAX_CONTENT_CHARS = 2000
+"""Default longest memory content, fact content or conversation line (pack ``[limits]``)."""
+
+MAX_RECALL_K = 1000
+"""Most memories one recall may return."""
+
+GAME_ONLY_TAGS = frozenset({"game-only", "game_only"})
+"""Memories and facts with these tags are game clues and are never stored."""
+
+BUILTIN_PROVIDERS = ("relationship", "working_memory", "memories", "knowledge")
+"""Names of the built-in context providers, which a pack may give a budget share."""
+
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_KEY_CHARS)]
+"""A non-empty name (surrounding blanks dropped) of at most :data:`MAX_KEY_CHARS` characters."""
 
 DEFAULT_ATTITUDE_MODIFIERS: dict[Attitude, float] = {
     "allied": 0.3,
@@ -59,7 +85,7 @@ DEFAULT_VALENCE_ADJUSTMENTS: dict[Valence, dict[Dimension, float]] = {
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 def _check_pattern(value: str) -> str:
@@ -280,6 +306,11 @@ class RelationshipRules(_Model):
     def _merge_valence(cls, value: Any) -> Any:
         return {**DEFAULT_VALENCE_ADJUSTMENTS, **value} if isinstance(value, dict) else value
 
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _thresholds_from_list(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value  # TOML has arrays, not tuples
+
     @field_validator("thresholds")
     @classmethod
     def _unique_threshold_names(cls, value: tuple[Threshold, ...]) -> tuple[Threshold, ...]:
@@ -377,12 +408,16 @@ class Budgets(_Model):
     Each system has a count cap (``*_per_tick``) and a wall-clock budget in
     milliseconds (``*_tick_ms``): its work in a tick stops when either is reached (after
     at least one unit, so work always progresses) and resumes the next tick where it
-    stopped. The default time budgets sum to 1 ms. ``snapshot_interval`` is in game
+    stopped. The default time budgets sum to 1 ms. ``tick_ms`` bounds them together:
+    the systems spend it in turn (extraction, gossip, decay, consolidation), each
+    within its own budget and what is left of the tick's; a system that finds it spent
+    waits for the next tick (at most 4 in a row). ``snapshot_interval`` is in game
     seconds. ``extraction_queue`` bounds the jobs waiting for extraction; when it is
     full, ``extraction_overflow`` either extracts the job with the rules at once
     ("rules") or drops it, counted and announced ("drop").
     """
 
+    tick_ms: Milliseconds = 0.8
     extraction_dispatch_per_tick: PositiveInt = 4
     extraction_apply_per_tick: PositiveInt = 8
     extraction_tick_ms: Milliseconds = 0.3
@@ -402,7 +437,10 @@ class Budgets(_Model):
 class LlmRules(_Model):
     """Limits of LLM extraction. Token budgets are per UTC day (real time: they guard
     money) and count input, output and cache tokens; ``deadline`` (real seconds) bounds
-    a whole call including the SDK's retries and any retry-after wait."""
+    a whole call including the SDK's retries and any retry-after wait. At uninstall,
+    extraction calls in flight get ``shutdown_grace`` real seconds to bring their
+    answers (kept, so they are not paid for again after a restart) before the rest
+    are cancelled."""
 
     daily_tokens: PositiveInt = 2_000_000
     npc_daily_tokens: PositiveInt = 20_000
@@ -413,6 +451,7 @@ class LlmRules(_Model):
     max_output_tokens: Annotated[int, Field(ge=64, le=8192)] = 600
     breaker_failures: PositiveInt = 5
     breaker_cooldown: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 60.0
+    shutdown_grace: Annotated[float, Field(ge=0.0, le=60.0, allow_inf_nan=False)] = 1.0
 
 
 FactSourceName = Literal["observation", "conversation", "gossip", "authored"]
@@ -426,19 +465,31 @@ DEFAULT_SOURCE_WEIGHTS: dict[FactSourceName, float] = {
 
 class AuthoredFact(_Model):
     """A fact a content designer gives NPCs: every NPC with a listed key, archetype or
-    faction knows it from the start (``authored`` source; exempt from the cap)."""
+    faction knows it from the start (``authored`` source; exempt from the cap).
+
+    Checked as ``plugin.learn_fact`` checks its arguments: ``content`` within the pack's
+    ``[limits] content_chars``, ``subject`` and ``topic`` non-empty names of at most
+    :data:`MAX_KEY_CHARS` characters, at most ``[limits] tags_per_memory`` tags and none
+    of them ``game-only``."""
 
     npcs: list[Key] = Field(default_factory=list)
     archetypes: list[Key] = Field(default_factory=list)
     factions: list[Key] = Field(default_factory=list)
-    content: Annotated[str, Field(min_length=1, max_length=2000)]
+    content: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
     category: FactCategory = "world_event"
-    subject: str | None = None
-    topic: str | None = None
+    subject: Name | None = None
+    topic: Name | None = None
     tags: list[Key] = Field(default_factory=list)
     importance: Unit = 0.5
     confidence: Unit = 1.0
     locked: bool = False
+
+    @field_validator("tags")
+    @classmethod
+    def _no_game_clues(cls, value: list[str]) -> list[str]:
+        if GAME_ONLY_TAGS.intersection(value):
+            raise ValueError("facts tagged 'game-only' are game clues and are never stored")
+        return value
 
 
 class KnowledgeRules(_Model):
@@ -544,12 +595,16 @@ class ContextRules(_Model):
     """The read path: how ``plugin.context`` spends a token budget and ranks memories.
 
     Each provider named in ``shares`` gets that share of the budget left after the
-    ``safety_buffer`` (tokens); providers without a share split what remains. Recall
-    ranks by ``relevance_weight`` × relevance + (1 − it) × salience. Facts believed with
+    ``safety_buffer`` (tokens); providers without a share split what remains. A share may
+    name a built-in provider (:data:`BUILTIN_PROVIDERS`) or one of ``custom_providers``,
+    the names of providers the game passes to ``plugin.context`` itself. Recall
+    ranks by ``relevance_weight`` × relevance + (1 − it) × salience; the memories section
+    recalls ``recall_k`` memories (at most :data:`MAX_RECALL_K`). Facts believed with
     less than ``uncertain_below`` confidence are worded as hearsay. ``wording`` holds the
     levels at which a relationship is put into words (see :class:`ContextWording`).
     """
 
+    custom_providers: list[Key] = Field(default_factory=list)
     shares: dict[Key, Unit] = Field(
         default_factory=lambda: {
             "relationship": 0.1,
@@ -560,16 +615,40 @@ class ContextRules(_Model):
     )
     safety_buffer: Annotated[int, Field(ge=0, le=10_000)] = 16
     relevance_weight: Unit = 0.7
-    recall_k: PositiveInt = 8
+    recall_k: Annotated[int, Field(ge=1, le=MAX_RECALL_K)] = 8
     uncertain_below: Unit = 0.6
     wording: ContextWording = ContextWording()
 
     @field_validator("shares")
     @classmethod
-    def _shares_fit(cls, value: dict[str, float]) -> dict[str, float]:
+    def _shares_fit(cls, value: dict[str, float], info: ValidationInfo) -> dict[str, float]:
+        known = (*BUILTIN_PROVIDERS, *info.data.get("custom_providers", ()))
+        if unknown := [name for name in value if name not in known]:
+            raise ValueError(
+                f"shares name unknown providers: {', '.join(unknown)}; known: {', '.join(known)} "
+                "(list a provider of your own in custom_providers)"
+            )
         if sum(value.values()) > 1.0 + 1e-9:
             raise ValueError(f"shares add up to {sum(value.values()):g}; at most 1")
         return value
+
+
+class Limits(_Model):
+    """Sizes the plugin accepts at its edge; a larger argument is refused with
+    :class:`~npc_memory.errors.InvalidArgumentError` naming the limit. They bound what
+    one call can add to a document and how long a read takes.
+
+    ``tags_per_memory``: tags one memory, fact or observation may carry (also the tags
+    of a query); ``tag_chars``: characters of one tag (at most :data:`MAX_TAG_CHARS`);
+    ``content_chars``: characters of a memory's or fact's content, a procedural pattern
+    or a conversation line; ``query_chars``: characters of a recall query or of the
+    player's message to :meth:`context` and :meth:`prompt_messages`.
+    """
+
+    tags_per_memory: Annotated[int, Field(ge=1, le=256)] = 32
+    tag_chars: Annotated[int, Field(ge=1, le=MAX_TAG_CHARS)] = MAX_TAG_CHARS
+    content_chars: Annotated[int, Field(ge=1, le=20_000)] = MAX_CONTENT_CHARS
+    query_chars: Annotated[int, Field(ge=1, le=100_000)] = MAX_CONTENT_CHARS
 
 
 Who = Literal["player", "npc", "any"]
@@ -719,35 +798,13 @@ class Pack(_Model):
     knowledge: KnowledgeRules = KnowledgeRules()
     context: ContextRules = ContextRules()
     extraction: ExtractionRules = ExtractionRules()
+    limits: Limits = Limits()
     privacy: PrivacyRules = PrivacyRules()
 
     @model_validator(mode="after")
     def _references_exist(self) -> Pack:
-        problems: list[str] = []
-        for key, faction in self.factions.items():
-            problems += [
-                f"factions.{key}.attitudes.{other}: unknown faction '{other}'"
-                for other in faction.attitudes
-                if other not in self.factions
-            ]
-        problems += [
-            f"archetypes.{key}.faction: unknown faction '{archetype.faction}'"
-            for key, archetype in self.archetypes.items()
-            if archetype.faction is not None and archetype.faction not in self.factions
-        ]
-        for index, fact in enumerate(self.knowledge.facts):
-            problems += [
-                f"knowledge.facts.{index}.archetypes: unknown archetype '{a}'"
-                for a in fact.archetypes
-                if a not in self.archetypes
-            ]
-            problems += [
-                f"knowledge.facts.{index}.factions: unknown faction '{f}'"
-                for f in fact.factions
-                if f not in self.factions
-            ]
-        if problems:
-            raise ValueError("; ".join(problems))
+        if problems := cross_problems(self.model_dump()):
+            raise ValueError("; ".join(f"{path}: {message}" for path, message in problems))
         return self
 
     def attitude(self, npc_faction: str | None, player_faction: str | None) -> Attitude:
@@ -757,3 +814,56 @@ class Pack(_Model):
         faction = self.factions[npc_faction]
         default: Attitude = "friendly" if npc_faction == player_faction else "neutral"
         return faction.attitudes.get(player_faction, default)
+
+
+def cross_problems(data: Any) -> list[tuple[str, str]]:
+    """(field path, message) of every problem between sections of a pack: references to
+    factions and archetypes the pack does not define, authored facts beyond the pack's
+    limits. ``data`` is the pack as parsed (any shape: what is not where it should be is
+    left to the field checks), so these are found together with every field error."""
+
+    def table(value: Any) -> dict[str, Any]:
+        return value if isinstance(value, dict) else {}
+
+    def items(value: Any) -> list[Any]:
+        return value if isinstance(value, list) else []
+
+    data = table(data)
+    factions, archetypes = table(data.get("factions")), table(data.get("archetypes"))
+    problems: list[tuple[str, str]] = []
+    for key, faction in factions.items():
+        problems += [
+            (f"factions.{key}.attitudes.{other}", f"unknown faction '{other}'")
+            for other in table(table(faction).get("attitudes"))
+            if other not in factions
+        ]
+    for key, archetype in archetypes.items():
+        faction = table(archetype).get("faction")
+        if isinstance(faction, str) and faction not in factions:
+            problems.append((f"archetypes.{key}.faction", f"unknown faction '{faction}'"))
+    limits = Limits()
+    with contextlib.suppress(ValueError):  # a bad [limits] is a field error; the defaults judge meanwhile
+        limits = Limits.model_validate(data.get("limits", {}))
+    for index, fact in enumerate(items(table(data.get("knowledge")).get("facts"))):
+        where, fact = f"knowledge.facts.{index}", table(fact)
+        problems += [
+            (f"{where}.archetypes", f"unknown archetype '{a}'")
+            for a in items(fact.get("archetypes"))
+            if isinstance(a, str) and a not in archetypes
+        ]
+        problems += [
+            (f"{where}.factions", f"unknown faction '{f}'")
+            for f in items(fact.get("factions"))
+            if isinstance(f, str) and f not in factions
+        ]
+        content, tags = fact.get("content"), items(fact.get("tags"))
+        chars = len(content.strip()) if isinstance(content, str) else 0
+        sizes = [
+            ("content", "characters", chars, "content_chars"),
+            ("tags", "tags", len(tags), "tags_per_memory"),
+            *(("tags", f"characters in tag {t!r}", len(t), "tag_chars") for t in tags if isinstance(t, str)),
+        ]
+        for field, what, size, limit in sizes:
+            if size > (most := getattr(limits, limit)):
+                problems.append((f"{where}.{field}", f"{size} {what}; the limit is {most} (limits.{limit})"))
+    return problems

@@ -17,6 +17,7 @@ import msgspec
 from npc_memory.components import Memory, NpcHandle, PlayerHandle
 from npc_memory.content.schema import ContextRules
 from npc_memory.context.text import estimate_tokens
+from npc_memory.errors import InvalidArgumentError
 
 SEPARATOR = "\n\n"
 
@@ -101,6 +102,10 @@ def build(
     sections: dict[str, str] = {}
     for provider in providers:
         text = provider.render(request, budgets[provider.name])
+        if text is not None and not isinstance(text, str):
+            raise InvalidArgumentError(
+                f"context provider {provider.name!r} rendered {type(text).__name__}, not text or None"
+            )
         if text:
             sections[provider.name] = text
     joined = SEPARATOR.join(sections.values())

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import esper
 
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import Stage, Valence
-from npc_memory.errors import StoreError
 from npc_memory.events import Event, RelationshipStageChanged, RelationshipThresholdCrossed
 from npc_memory.installation import install, uninstall
 from npc_memory.plugin import MemoryPlugin
-from npc_memory.store.tinydb_store import is_store
+from npc_memory.store.tools import clear_store
 
 ROOMS = ("forge", "tavern", "market", "barracks", "gate", "fields", "temple")
 
@@ -135,15 +132,16 @@ def run_village(
 
     With ``store`` the village is persisted there (a TinyDB store directory): a fresh
     one unless ``resume`` continues the village saved there, memories, relationships,
-    clock and random state included. An existing directory is only replaced if it is
-    an npc-memory store. The same ``seed`` (and starting store) gives the same run.
+    clock and random state included. An existing store is only replaced if this demo
+    wrote it (world ``world``) and no process has it open. The same ``seed`` (and
+    starting store) gives the same run.
     The plugin is uninstalled (saving the store, deleting the esper world) afterwards
     unless ``keep_installed`` is set.
     """
     if days < 1:
         raise ValueError(f"days must be at least 1, got {days}")
     if store is not None and not resume:
-        _clear_demo_store(Path(store))
+        clear_store(store, world)  # only a store this demo wrote, and never one in use
     previous_world = esper.current_world
     plugin = install(world=world, pack=pack, store=store, seed=seed, time_scale=3600.0, deterministic=True)
     try:
@@ -174,14 +172,6 @@ def run_village(
             uninstall(world)
             if world != previous_world:
                 esper.delete_world(world)
-
-
-def _clear_demo_store(path: Path) -> None:
-    if not path.exists():
-        return
-    if not path.is_dir() or not is_store(path):
-        raise StoreError(f"{path} exists and is not an npc-memory store; choose another --db")
-    shutil.rmtree(path)
 
 
 def _hour(plugin: MemoryPlugin, act_chance: float) -> None:

@@ -17,6 +17,7 @@ __all__ = [
     "ExtractedMemory",
     "ExtractionJob",
     "ExtractionResult",
+    "PaidCall",
     "Source",
     "SummaryOutcome",
     "TokenUsage",
@@ -33,7 +34,9 @@ MAX_CONTENT = 500
 
 
 class ExtractionJob(msgspec.Struct, frozen=True, kw_only=True):
-    """A finished conversation waiting to become memories. ``ended_at`` in game seconds."""
+    """A finished conversation waiting to become memories. ``ended_at`` in game seconds.
+    ``paid``: an LLM call already made for it, kept over a restart so that it is never
+    paid for twice."""
 
     conversation: str
     npc: str
@@ -44,6 +47,7 @@ class ExtractionJob(msgspec.Struct, frozen=True, kw_only=True):
     room: str | None = None
     turns: tuple[Turn, ...] = ()
     ended_at: float = 0.0
+    paid: PaidCall | None = None
 
 
 class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,6 +60,19 @@ class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
     importance: float = 0.5
     valence: Valence = "neutral"
     intensity: float = 0.0
+
+
+class PaidCall(msgspec.Struct, frozen=True, kw_only=True):
+    """An LLM call made for a job that was not applied before the plugin stopped: what
+    it cost (``usage`` as counted, ``cost_usd``), and ``answer``, the memories it
+    brought, or ``failure``, why there were none (e.g. ``"shut down"`` for a call in
+    flight at uninstall). After a restart the answer is applied as it came; a job
+    without one is extracted by the rules, never sent again."""
+
+    usage: TokenUsage | None = None
+    cost_usd: float = 0.0
+    answer: tuple[ExtractedMemory, ...] | None = None
+    failure: str | None = None
 
 
 class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):

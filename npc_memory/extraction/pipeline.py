@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import msgspec
 
 from npc_memory.content.schema import Budgets, LlmRules
-from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, ExtractionResult
+from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, ExtractionResult, PaidCall
 from npc_memory.extraction.rules import RuleBasedExtractor
 from npc_memory.llm.budget import BudgetLimiter, CircuitBreaker
 from npc_memory.llm.model import LLMResult, Refusal
@@ -142,6 +142,12 @@ class ExtractionPipeline:
         self.in_flight: list[_InFlight] = []
         self.ready: deque[ExtractionResult] = deque()
         self.parked: list[ExtractionResult] = []
+        self.released: deque[tuple[int, ExtractionJob]] = deque()
+        """Jobs handed out to be applied, numbered: until a snapshot that captured their
+        NPC after they were applied is on disk, they are saved as pending too (applying
+        is idempotent per conversation), so a crash never loses one."""
+        self.released_total = 0
+        """How many jobs were ever handed out (the number of the last in ``released``)."""
 
     def enqueue(self, job: ExtractionJob) -> bool:
         """Queue ``job``; ``False`` (and nothing queued) when the queue is full."""
@@ -152,8 +158,20 @@ class ExtractionPipeline:
         return True
 
     def restore(self, jobs: Iterable[ExtractionJob]) -> None:
-        """Queue jobs saved before a restart, whatever the queue's bound."""
-        self.queue.extend(jobs)
+        """Take back the jobs saved before a restart, whatever the queue's bound: a job
+        whose LLM call was already paid for is never sent again (its answer is applied
+        as it came, or the rules extract it); the others are queued."""
+        for job in jobs:
+            paid = job.paid
+            if paid is None:
+                self.queue.append(job)
+            elif paid.answer is not None:
+                self.ready.append(ExtractionResult(
+                    job=job, memories=paid.answer, source="llm", reason="llm",
+                    usage=paid.usage, cost_usd=paid.cost_usd,
+                ))
+            else:
+                self.ready.append(self.extract_now(job, f"fallback: {paid.failure or 'llm answer lost'}"))
 
     def extract_now(self, job: ExtractionJob, reason: str) -> ExtractionResult:
         """Extract ``job`` with the rules, synchronously."""
@@ -169,22 +187,74 @@ class ExtractionPipeline:
         self._collect()
         self._dispatch(deadline)
         count = min(self.budgets.extraction_apply_per_tick, len(self.ready))
-        return [self.ready.popleft() for _ in range(count)]
+        results = [self.ready.popleft() for _ in range(count)]
+        self._release(results)
+        return results
+
+    def take_parked(self) -> list[ExtractionResult]:
+        """Every parked result, handed out to be applied (see :attr:`released`)."""
+        parked, self.parked = self.parked, []
+        self._release(parked)
+        return parked
+
+    def unsaved(self) -> list[ExtractionJob]:
+        """Jobs whose outcome the store may not hold yet: released ones still kept,
+        then :meth:`pending`, each conversation once."""
+        seen: set[str] = set()
+        jobs = []
+        for job in [*(job for _, job in self.released), *self.pending()]:
+            if job.conversation not in seen:
+                seen.add(job.conversation)
+                jobs.append(job)
+        return jobs
+
+    def forget_released(self, upto: int) -> None:
+        """Stop keeping released jobs numbered ``upto`` or lower (a snapshot that
+        started after they were applied is on disk)."""
+        released = self.released
+        while released and released[0][0] <= upto:
+            released.popleft()
+
+    def forget_jobs_of(self, key: str) -> None:
+        """Drop the queued, parked and released jobs about ``key`` (an NPC or player
+        being forgotten)."""
+        self.parked = [r for r in self.parked if key not in (r.job.npc, r.job.player)]
+        kept = [job for job in self.queue if key not in (job.npc, job.player)]
+        if len(kept) != len(self.queue):
+            self.queue.clear()
+            self.queue.extend(kept)
+        released = [(n, job) for n, job in self.released if key not in (job.npc, job.player)]
+        if len(released) != len(self.released):
+            self.released.clear()
+            self.released.extend(released)
+
+    def _release(self, results: list[ExtractionResult]) -> None:
+        for result in results:
+            self.released_total += 1
+            self.released.append((self.released_total, _carrying(result)))  # never paid for twice
 
     def pending(self) -> list[ExtractionJob]:
-        """Every job not yet applied (queued, in flight, ready or parked), oldest first."""
+        """Every job not yet applied (queued, in flight, ready or parked), oldest first;
+        a job whose LLM call has ended carries it (:class:`PaidCall`) if it cost anything."""
         return [
-            *(r.job for r in self.parked),
-            *(r.job for r in self.ready),
+            *(_carrying(r) for r in self.parked),
+            *(_carrying(r) for r in self.ready),
             *(f.job for f in self.in_flight),
             *self.queue,
         ]
 
-    def close(self) -> None:
-        """Close the gateway: calls in flight resolve as shut down, and their jobs stay
-        pending (saved, and extracted again after a restart)."""
-        if self.gateway is not None:
-            self.gateway.close()
+    def close(self, grace: float = 0.0) -> None:
+        """Stop calling the LLM. Extraction calls in flight get up to ``grace`` real
+        seconds to finish; then the gateway closes and the rest resolve as shut down.
+        Every call that ended is collected, so :meth:`pending` records what each cost
+        and the answers that arrived: after a restart those are applied, not paid for
+        again. Jobs never sent stay queued."""
+        if self.gateway is None:
+            return
+        if grace > 0 and self.in_flight:
+            concurrent.futures.wait([f.future for f in self.in_flight], timeout=grace)
+        self.gateway.close()
+        self._collect()
 
     def _dispatch(self, deadline: float | None) -> None:
         if len(self.ready) >= 2 * self.budgets.extraction_apply_per_tick:
@@ -227,3 +297,16 @@ class ExtractionPipeline:
                 fallback = msgspec.structs.replace(fallback, usage=result.usage, cost_usd=result.cost_usd)
                 self.ready.append(fallback)
         self.in_flight = still
+
+
+def _carrying(result: ExtractionResult) -> ExtractionJob:
+    """The job of ``result``, carrying its LLM call if that cost anything: the answer
+    of an LLM result, or why the rules stood in."""
+    if result.source == "llm":
+        paid = PaidCall(usage=result.usage, cost_usd=result.cost_usd, answer=result.memories)
+    elif result.usage is not None:
+        failure = result.reason.removeprefix("fallback: ")
+        paid = PaidCall(usage=result.usage, cost_usd=result.cost_usd, failure=failure)
+    else:
+        return result.job
+    return msgspec.structs.replace(result.job, paid=paid)

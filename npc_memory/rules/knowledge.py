@@ -71,13 +71,15 @@ def retention(fact: Fact, rules: KnowledgeRules, now: float, known: Container[st
 class FactIndex:
     """Derived, in-memory lookups over one NPC's knowledge (never persisted): facts by
     id, the origins it knows, its believed fact per (subject, topic) and per claim, the
-    earliest expiry, and the ids it may gossip (pruned lazily). Kept up to date by
-    :func:`learn`, so learning costs O(1) but for the rare expiry or eviction pass."""
+    earliest expiry, the ids it may gossip (pruned lazily) and each fact's position in
+    the list. Kept up to date by :func:`learn`, so learning costs O(1) but for the rare
+    expiry or eviction pass."""
 
-    __slots__ = ("by_id", "claims", "held", "next_expiry", "origins", "shareable")
+    __slots__ = ("by_id", "claims", "held", "next_expiry", "origins", "position", "shareable")
 
     def __init__(self, kb: KnowledgeBase, rules: KnowledgeRules, now: float) -> None:
         self.by_id: dict[str, Fact] = {}
+        self.position: dict[str, int] = {}
         self.origins: set[str] = set()
         self.held: dict[tuple[str | None, str], str] = {}
         self.claims: dict[Claim, str] = {}
@@ -88,6 +90,7 @@ class FactIndex:
     def rebuild(self, kb: KnowledgeBase, rules: KnowledgeRules, now: float) -> None:
         """Index ``kb`` afresh (after facts left it: a rare, batched event)."""
         self.by_id = {f.id: f for f in kb.facts}
+        self.position = {f.id: at for at, f in enumerate(kb.facts)}
         self.origins = {o for f in kb.facts for o in (f.origin, *f.aliases)}
         self.held, self.claims, self.next_expiry = {}, {}, float("inf")
         for fact in kb.facts:
@@ -110,8 +113,14 @@ class FactIndex:
             del self.claims[(fact.subject, fact.topic, fact.content)]
 
     def replace(self, kb: KnowledgeBase, old: Fact, new: Fact) -> None:
-        """Put ``new`` in place of ``old`` in ``kb`` and in the index."""
-        kb.facts[kb.facts.index(old)] = new
+        """Put ``new`` in place of ``old`` in ``kb`` and in the index: O(1) while the
+        list changed only through this index, a scan for ``old`` otherwise."""
+        facts = kb.facts
+        at = self.position.get(old.id, -1)
+        if not (0 <= at < len(facts) and facts[at] is old):
+            at = next(i for i, f in enumerate(facts) if f is old)
+        facts[at] = new
+        self.position[new.id] = at
         self.by_id[new.id] = new
         self.release(old)
         self.hold(new)
@@ -180,6 +189,7 @@ def learn(
             index.replace(kb, held, displaced)
         else:
             fact = msgspec.structs.replace(fact, believed=False, disbelieved_at=now)
+    index.position[fact.id] = len(kb.facts)
     kb.facts.append(fact)
     index.by_id[fact.id] = fact
     index.origins.add(fact.origin)

@@ -5,22 +5,45 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
-from npc_memory.components import SCOPES, PlayerHandle, Scope
+from npc_memory.clock import MAX_GAME_TIME
+from npc_memory.components import SCOPES, PlayerHandle, Scope, TriggerContext
 from npc_memory.components.knowledge import FACT_CATEGORIES
+from npc_memory.content.schema import (
+    GAME_ONLY_TAGS,
+    MAX_CONTENT_CHARS,
+    MAX_KEY_CHARS,
+    MAX_RECALL_K,
+    MAX_TAG_CHARS,
+    Limits,
+)
 from npc_memory.errors import InvalidArgumentError, PrivacyError
 
-MAX_KEY_CHARS = 128
-"""Longest key, name or room."""
+__all__ = [
+    "GAME_ONLY_TAGS",
+    "MAX_CONTENT_CHARS",
+    "MAX_KEY_CHARS",
+    "MAX_RECALL_K",
+    "MAX_TAG_CHARS",
+    "check_category",
+    "check_flag",
+    "check_game_seconds",
+    "check_int",
+    "check_key_or_none",
+    "check_keys",
+    "check_positive",
+    "check_query",
+    "check_room",
+    "check_scope",
+    "check_tags",
+    "check_text",
+    "check_trigger",
+    "check_unit",
+]
 
-MAX_CONTENT_CHARS = 2000
-"""Longest memory content, fact content or conversation line."""
-
-MAX_TAG_CHARS = 64
-"""Longest tag, for every way a tag enters (the API, the pack, an extractor's output)."""
-
-GAME_ONLY_TAGS = frozenset({"game-only", "game_only"})
-"""Memories and facts with these tags are game clues and are never stored."""
+DEFAULT_LIMITS = Limits()
+"""The pack's default ``[limits]``."""
 
 
 def check_text(field: str, value: str, limit: int) -> str:
@@ -52,6 +75,15 @@ def check_positive(field: str, value: float, unit: str = "game seconds") -> None
         raise InvalidArgumentError(f"{field} must be a positive number of {unit}, got {value!r}")
 
 
+def check_game_seconds(field: str, value: float) -> float:
+    """``value`` must be a positive duration within the clock's range
+    (:data:`~npc_memory.clock.MAX_GAME_TIME` game seconds)."""
+    check_positive(field, value)
+    if value > MAX_GAME_TIME:
+        raise InvalidArgumentError(f"{field} must be at most {MAX_GAME_TIME:g} game seconds, got {value!r}")
+    return float(value)
+
+
 def check_int(field: str, value: int, low: int, high: int) -> int:
     """``value`` must be an int in [low, high] (a bool is not an int here)."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
@@ -77,17 +109,62 @@ def check_unit(field: str, value: float) -> None:
         raise InvalidArgumentError(f"{field} must be a number in [0, 1], got {value!r}")
 
 
-def check_tags(tags: Iterable[str]) -> tuple[str, ...]:
-    """Tags lower-cased and de-duplicated, in order; each non-empty, at most
-    :data:`MAX_TAG_CHARS` characters."""
-    if isinstance(tags, str):
-        raise InvalidArgumentError(f"tags must be a list of strings, not the string {tags!r}")
-    if not isinstance(tags, Iterable):
-        raise InvalidArgumentError(f"tags must be a list of strings, got {tags!r}")
+def check_query(field: str, value: str, limit: int) -> str:
+    """``value`` must be a string (empty allowed) of at most ``limit`` characters."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{field} must be a string, got {value!r}")
+    if len(value) > limit:
+        raise InvalidArgumentError(
+            f"{field} is {len(value)} characters; the limit is {limit} (pack [limits] query_chars)"
+        )
+    return value
+
+
+def check_keys(field: str, values: Iterable[str], limit: int) -> tuple[str, ...]:
+    """A list (not one string) of at most ``limit`` non-empty strings of at most
+    :data:`MAX_KEY_CHARS` characters each, stripped."""
+    items = _items(field, values, limit, "")
+    return tuple(check_text(f"{field}[{i}]", item, MAX_KEY_CHARS) for i, item in enumerate(items))
+
+
+def check_tags(tags: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> tuple[str, ...]:
+    """Tags lower-cased and de-duplicated, in order: at most ``limits.tags_per_memory``
+    given, each non-empty and at most ``limits.tag_chars`` characters."""
+    items = _items("tags", tags, limits.tags_per_memory, " (pack [limits] tags_per_memory)")
     seen: dict[str, None] = {}
-    for tag in tags:
-        seen[check_text("tag", tag, MAX_TAG_CHARS).lower()] = None
+    for tag in items:
+        seen[check_text("tag", tag, limits.tag_chars).lower()] = None
     return tuple(seen)
+
+
+def _items(field: str, values: Iterable[Any], limit: int, where: str) -> list[Any]:
+    """The first items of ``values`` (a list, tuple or other iterable, not a string),
+    refused once there are more than ``limit``: a huge iterable is never read whole."""
+    if isinstance(values, (str, bytes)):
+        raise InvalidArgumentError(f"{field} must be a list of strings, not the string {values!r}")
+    if not isinstance(values, Iterable) or isinstance(values, dict):
+        raise InvalidArgumentError(f"{field} must be a list of strings, got {values!r}")
+    items: list[Any] = []
+    for value in values:
+        if len(items) == limit:
+            raise InvalidArgumentError(f"{field}: more than {limit} given; the limit is {limit}{where}")
+        items.append(value)
+    return items
+
+
+def check_trigger(trigger: TriggerContext | None, limits: Limits = DEFAULT_LIMITS) -> TriggerContext | None:
+    """A procedural memory's trigger: a :class:`TriggerContext` whose fields are names
+    (strings of at most :data:`MAX_KEY_CHARS` characters, or ``None``) and tags."""
+    if trigger is None:
+        return None
+    if not isinstance(trigger, TriggerContext):
+        raise InvalidArgumentError(f"trigger must be a TriggerContext, got {trigger!r}")
+    names = {
+        name: check_key_or_none(f"trigger.{name}", getattr(trigger, name))
+        for name in ("location_type", "interaction_type", "time_of_day")
+    }
+    tags = check_tags(trigger.present_entity_tags, limits)
+    return TriggerContext(**names, present_entity_tags=tags)
 
 
 def check_scope(scope: Scope | None, player: PlayerHandle | None) -> Scope:

@@ -5,6 +5,7 @@ one of them, the systems call them each tick."""
 from npc_memory.services.board import GossipBoard
 from npc_memory.services.conversations import ConversationEnded, ConversationService
 from npc_memory.services.dialogue import DialogueService, PromptMessages
+from npc_memory.services.health import Health, HealthService
 from npc_memory.services.knowledge import KnowledgeService
 from npc_memory.services.maintenance import MaintenanceService
 from npc_memory.services.memories import MemoryService
@@ -18,6 +19,8 @@ __all__ = [
     "ConversationService",
     "DialogueService",
     "GossipBoard",
+    "Health",
+    "HealthService",
     "KnowledgeService",
     "MaintenanceService",
     "MemoryService",

@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 T = Any
@@ -25,20 +26,40 @@ def weighted_choice(rng: random.Random, items: Sequence[T], cumulative: Sequence
     return items[min(bisect.bisect_right(cumulative, point), len(items) - 1)]
 
 
-def _cumulate(weights: Sequence[float]) -> list[float]:
-    total, out = 0.0, []
-    for weight in weights:
-        total += weight
-        out.append(total)
-    return out
+@dataclass
+class _Draw:
+    """Names with their weights and the running sums a weighted draw bisects. Adding
+    is O(1); removing re-sums the stored weights (O(n) in C, no weight recomputed)."""
+
+    names: list[str] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+    cumulative: list[float] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, names: list[str], weights: list[float]) -> _Draw:
+        return cls(names, weights, list(accumulate(weights)))
+
+    def add(self, name: str, weight: float) -> None:
+        self.names.append(name)
+        self.weights.append(weight)
+        self.cumulative.append((self.cumulative[-1] if self.cumulative else 0.0) + weight)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def remove(self, name: str) -> None:
+        at = self.names.index(name)
+        del self.names[at], self.weights[at]
+        self.cumulative = list(accumulate(self.weights))
 
 
 @dataclass
 class _Room:
-    tellers: list[str] = field(default_factory=list)
-    teller_weights: list[float] = field(default_factory=list)
-    listeners: list[str] = field(default_factory=list)
-    listener_weights: list[float] = field(default_factory=list)
+    tellers: _Draw = field(default_factory=_Draw)
+    listeners: _Draw = field(default_factory=_Draw)
     misses: dict[str, int] = field(default_factory=dict)
     teller_set: set[str] = field(default_factory=set)
 
@@ -48,7 +69,9 @@ class GossipBoard:
     """Rooms, their occupants and who can gossip there.
 
     ``teller_weight(npc)`` and ``listener_weight(npc)`` come from traits;
-    ``has_news(npc)`` says whether an NPC has anything shareable. Active rooms (two or
+    ``has_news(npc)`` says whether an NPC has anything shareable; ``survey(occupants)``
+    answers all three for a whole room at once: ``(tellers, their teller weights, the
+    occupants' listener weights)``. Active rooms (two or
     more occupants, at least one with news) sit in a list with an index map, so a room
     joins or leaves in O(1); a room is drawn with probability proportional to its
     number of tellers by rejection sampling, O(1) expected.
@@ -57,6 +80,7 @@ class GossipBoard:
     teller_weight: Callable[[str], float]
     listener_weight: Callable[[str], float]
     has_news: Callable[[str], bool]
+    survey: Callable[[list[str]], tuple[list[str], list[float], list[float]]]
     members: dict[str, set[str]] = field(default_factory=dict)
     dirty: OrderedDict[str, None] = field(default_factory=OrderedDict)
     """Rooms to rebuild, oldest change first (an ordered set: deterministic)."""
@@ -76,8 +100,7 @@ class GossipBoard:
         if built is None or room in self.dirty:
             self.dirty[room] = None
             return
-        built.listeners.append(npc)
-        built.listener_weights.append(built.listener_weights[-1] + self.listener_weight(npc))
+        built.listeners.add(npc, self.listener_weight(npc))
         self.news(npc, room)
 
     def news(self, npc: str, room: str | None) -> None:
@@ -90,14 +113,13 @@ class GossipBoard:
             self.dirty[room] = None
             return
         if npc not in built.teller_set and self.has_news(npc):
-            built.tellers.append(npc)
+            built.tellers.add(npc, self.teller_weight(npc))
             built.teller_set.add(npc)
-            built.teller_weights.append(built.teller_weights[-1] + self.teller_weight(npc))
             self._most_tellers = max(self._most_tellers, len(built.tellers))
 
     def leave(self, npc: str, room: str | None) -> None:
-        """``npc`` left ``room``: it is out of the room's draws at once (O(room)), even
-        while the room waits to be rebuilt."""
+        """``npc`` left ``room``: it is out of the room's draws at once (O(room) list
+        work in C, no weight recomputed), even while the room waits to be rebuilt."""
         if room is None or room not in self.members:
             return
         self.members[room].discard(npc)
@@ -106,11 +128,9 @@ class GossipBoard:
             return
         if npc in built.listeners:
             built.listeners.remove(npc)
-            built.listener_weights = _cumulate([self.listener_weight(n) for n in built.listeners])
         if npc in built.teller_set:
             built.tellers.remove(npc)
             built.teller_set.discard(npc)
-            built.teller_weights = _cumulate([self.teller_weight(n) for n in built.tellers])
         if not built.tellers or len(built.listeners) < 2:
             self.rooms.pop(room, None)
             self._deactivate(room)
@@ -133,17 +153,16 @@ class GossipBoard:
 
     def _rebuild(self, room: str) -> None:
         occupants = sorted(self.members.get(room, ()))
-        tellers = [n for n in occupants if self.has_news(n)] if len(occupants) >= 2 else []
+        surveyed = self.survey(occupants) if len(occupants) >= 2 else ([], [], [])
+        tellers, teller_weights, listener_weights = surveyed
         self.rebuilds += 1
         if not tellers:
             self.rooms.pop(room, None)
             self._deactivate(room)
             return
         self.rooms[room] = _Room(
-            tellers=tellers,
-            teller_weights=_cumulate([self.teller_weight(n) for n in tellers]),
-            listeners=occupants,
-            listener_weights=_cumulate([self.listener_weight(n) for n in occupants]),
+            tellers=_Draw.of(tellers, teller_weights),
+            listeners=_Draw.of(occupants, listener_weights),
             teller_set=set(tellers),
         )
         self._most_tellers = max(self._most_tellers, len(tellers))
@@ -160,9 +179,9 @@ class GossipBoard:
             if rng.random() * self._most_tellers < len(self.rooms[room_name].tellers):
                 break
         room = self.rooms[room_name]
-        teller = weighted_choice(rng, room.tellers, room.teller_weights)
+        teller = weighted_choice(rng, room.tellers.names, room.tellers.cumulative)
         for _ in range(3):
-            listener = weighted_choice(rng, room.listeners, room.listener_weights)
+            listener = weighted_choice(rng, room.listeners.names, room.listeners.cumulative)
             if listener != teller:
                 return room_name, teller, listener
         return None
@@ -173,14 +192,13 @@ class GossipBoard:
         leaves or learns something), so a room whose occupants all know the same news
         goes quiet instead of wasting the budget."""
         room = self.rooms.get(room_name)
-        if room is None or teller not in room.tellers:
+        if room is None or teller not in room.teller_set:
             return
         room.misses[teller] = room.misses.get(teller, 0) + 1
         if room.misses[teller] < limit:
             return
         room.tellers.remove(teller)
         room.teller_set.discard(teller)
-        room.teller_weights = _cumulate([self.teller_weight(n) for n in room.tellers])
         if not room.tellers:
             self.rooms.pop(room_name, None)
             self._deactivate(room_name)

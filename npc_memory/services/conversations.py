@@ -210,12 +210,7 @@ class ConversationService:
         """Forget the extraction work waiting for ``key`` (an NPC or player being
         forgotten): parked and queued jobs go, and results in flight are dropped when
         they arrive."""
-        pipeline = self.pipeline
-        pipeline.parked = [r for r in pipeline.parked if key not in (r.job.npc, r.job.player)]
-        kept = [job for job in pipeline.queue if key not in (job.npc, job.player)]
-        if len(kept) != len(pipeline.queue):
-            pipeline.queue.clear()
-            pipeline.queue.extend(kept)
+        self.pipeline.forget_jobs_of(key)
         self.forgotten[key] = self.state.clock.now
 
     def pending(self) -> list[ExtractionJob]:
@@ -253,6 +248,5 @@ class ConversationService:
         """Apply the results that waited for their NPC or player to be added."""
         if not self.pipeline.parked:
             return
-        parked, self.pipeline.parked = self.pipeline.parked, []
-        for result in parked:
+        for result in self.pipeline.take_parked():
             self.apply(result)

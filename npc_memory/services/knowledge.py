@@ -28,7 +28,10 @@ class KnowledgeService:
         self.indexes: dict[str, knowledge_rules.FactIndex] = {}
         self.weight_floor = state.pack.knowledge.gossip_weight_floor
         self.board = GossipBoard(
-            teller_weight=self.teller_weight, listener_weight=self.listener_weight, has_news=self.has_news
+            teller_weight=self.teller_weight,
+            listener_weight=self.listener_weight,
+            has_news=self.has_news,
+            survey=self.survey,
         )
         state.registry.listeners.append(self)
 
@@ -132,7 +135,9 @@ class KnowledgeService:
         if outcome.merged is not None:  # the same claim again: reinforced, not copied
             self.state.mark(key)
             return None
-        if outcome.stored is None:
+        if outcome.stored is None:  # the new fact was evicted at once, maybe with others
+            if outcome.removed or outcome.displaced is not None:
+                self.state.mark(key)
             return None
         npc.knowledge.next_id += 1
         if npc.live:
@@ -229,13 +234,15 @@ class KnowledgeService:
         moves each witness's opinion. Returns the witnesses' keys, sorted."""
         witnesses = self.witnesses(room)
         now = self.state.clock.now
+        origin = f"seen:{room}:{now!r}:{content}"  # one string shared by every witness's fact
+        kind = category or self.category_of(subject)
         for key in witnesses:
             npc = self.state.registry.live_npc(key)
             assert npc is not None
             fact = self.learn(
                 npc,
                 content=content,
-                category=category or self.category_of(subject),
+                category=kind,
                 subject=subject,
                 topic=topic,
                 tags=tags,
@@ -244,7 +251,7 @@ class KnowledgeService:
                 source="observation",
                 room=room,
                 expires_in=expires_in,
-                origin=f"seen:{room}:{now!r}:{content}",
+                origin=origin,
                 scope=scope,
             )
             if fact is not None and fact.believed:
@@ -286,6 +293,24 @@ class KnowledgeService:
     def listener_weight(self, key: str) -> float:
         """How likely an NPC is to be told: sociability, plus the pack's floor."""
         return self._npc(key).traits.sociability + self.weight_floor
+
+    def survey(self, occupants: list[str]) -> tuple[list[str], list[float], list[float]]:
+        """For a room's live occupants: who has news, their teller weights, and every
+        occupant's listener weight (the three functions around this one, in one pass)."""
+        registry, floor, indexes = self.state.registry, self.weight_floor, self.indexes
+        rules, now = self.state.pack.knowledge, self.state.clock.now
+        tellers: list[str] = []
+        teller_weights: list[float] = []
+        listener_weights: list[float] = []
+        for key in occupants:
+            npc = registry.live_npc(key)
+            assert npc is not None, key
+            traits = npc.traits
+            listener_weights.append(traits.sociability + floor)
+            if indexes[key].has_news(rules, now):
+                tellers.append(key)
+                teller_weights.append(traits.sociability * traits.gossip_drive + floor)
+        return tellers, teller_weights, listener_weights
 
     def has_news(self, key: str) -> bool:
         """Whether an NPC has anything it would pass on."""

@@ -41,9 +41,10 @@ from npc_memory.components import (
     NpcHandle,
     PlayerHandle,
 )
-from npc_memory.errors import StoreError
-from npc_memory.events import SnapshotFailed
+from npc_memory.errors import StoreError, StoreLostError, StoreOwnershipError
+from npc_memory.events import SnapshotFailed, StoreOwnershipLost
 from npc_memory.extraction.model import ExtractionJob
+from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.state import WorldState
 from npc_memory.store import (
     SCHEMA_VERSION,
@@ -131,14 +132,16 @@ class PersistenceService:
         self,
         state: WorldState,
         store: Store | None,
-        pending: Callable[[], list[ExtractionJob]],
+        pipeline: ExtractionPipeline,
         snapshots: int = 0,
         *,
         capture_on_writer: bool | None = None,
     ) -> None:
         self.state = state
         self.store = store
-        self.pending = pending
+        self.pipeline = pipeline
+        self.excluded: Callable[[ExtractionJob], bool] = lambda job: False
+        """Jobs the metadata must not keep (about or naming a forgotten player)."""
         self.snapshots = snapshots
         """Snapshot rounds numbered over the store's life (the last one started)."""
         self.rounds_completed = 0
@@ -148,7 +151,12 @@ class PersistenceService:
         self.writer = (
             None
             if store is None
-            else StoreWriter(store, name=f"npc-memory-{state.world}", capture=self._capture_atomically)
+            else StoreWriter(
+                store,
+                name=f"npc-memory-{state.world}",
+                capture=self._capture_atomically,
+                wait_idle=state.tick.wait_idle,
+            )
         )
         state.persistent = store is not None
         if isinstance(store, JournalStore) and self.writer is not None:
@@ -162,10 +170,21 @@ class PersistenceService:
         self._since: float | None = None
         """Game time of the oldest change not yet taken into a round (conservative:
         the game time of the tick before the one that first saw it)."""
-        self._unsettled: deque[tuple[int, float]] = deque()
-        """(round, oldest change) of rounds taken and not yet on disk, oldest first."""
+        self._unsettled: deque[tuple[int, float, int]] = deque()
+        """(round, oldest change, extraction jobs released before it started) of rounds
+        taken and not yet on disk, oldest first."""
+        self._failed_rounds: set[int] = set()
+        """Rounds a batch of which failed (their released jobs stay saved as pending)."""
         self._capture_cost = 0.0
         """Recent wall seconds per capture (an exponential average), to stop in budget."""
+        self.failed_streak = 0
+        """Store writes that failed since the last one that succeeded."""
+        self.failures = 0
+        """Store writes that failed since install."""
+        self.last_error: str | None = None
+        """What the latest failed write said."""
+        self.disowned: str | None = None
+        """Why this process stopped writing to the store (it lost the store's lock), if it did."""
 
     def _seed(self, versions: Mapping[str, int]) -> None:
         """Let the writer patch the loaded documents rather than rewrite them whole:
@@ -268,7 +287,7 @@ class PersistenceService:
             rng_state=rng_state,
             rng_gauss=rng_gauss,
             snapshots=snapshots,
-            pending_extractions=self.pending(),
+            pending_extractions=[j for j in self.pipeline.unsaved() if not self.excluded(j)],
         )
 
     # ------------------------------------------------------------------ snapshot rounds
@@ -281,6 +300,8 @@ class PersistenceService:
         state = self.state
         now = state.clock.now
         self._settle()
+        if self.disowned is not None:  # another process may own the store: never write to it again
+            return
         if self._since is None and (state.dirty or state.deleted):
             self._since = self._previous_now  # changed at or after the previous tick
         self._previous_now = now
@@ -289,12 +310,14 @@ class PersistenceService:
             self._start_round(now)
             if self.capture_on_writer:  # the writer captures the round: hand it the keys
                 keys, self._round = self._round, set()  # the writer owns the set now
-                self._submit_end([], now, keys)
-                self._round_active = True  # until the writer has captured them
+                self._submit_keys(keys)
         if not self._round_active:
             return
         if self.capture_on_writer:
-            self._round_active = self.writer.captured_round < self._round_number
+            if self.writer.captured_round >= self._round_number:
+                # The metadata follows the captures: its pending jobs then cover every
+                # conversation the captured documents show as ended and not yet applied.
+                self._submit_end([], now)
             # past half its interval a round is late: the writer takes a fair share of the GIL
             running = now - self._last_round_start
             self.writer.late = self._round_active and running > budgets.snapshot_interval / 2
@@ -309,6 +332,8 @@ class PersistenceService:
         if self.writer is None:
             return
         self._settle()
+        if self.disowned is not None:
+            raise StoreOwnershipError(self.disowned)
         state = self.state
         now = state.clock.now
         if state.dirty or state.deleted:
@@ -318,7 +343,7 @@ class PersistenceService:
             state.dirty = set()
             if self._since is not None and self._round_since is not None:
                 self._round_since = min(self._round_since, self._since)
-                self._unsettled[-1] = (self._round_number, self._round_since)
+                self._unsettled[-1] = (self._round_number, self._round_since, self._unsettled[-1][2])
             self._since = None
         else:  # (a round the writer is capturing goes on; this one follows it)
             self._start_round(now)
@@ -339,9 +364,15 @@ class PersistenceService:
         holds everything). Conservative by up to one tick: a change is dated to the
         tick before the one that first saw it."""
         self._settle()
-        times = [since for _, since in self._unsettled]
-        if self._since is not None:
-            times.append(self._since)
+        return self.unsaved(now)
+
+    def unsaved(self, now: float) -> float:
+        """:meth:`oldest_unsaved` as of the last tick, without taking in what the writer
+        finished since: only reads, so another thread (a metrics exporter) may call it."""
+        times = [since for _, since, _ in list(self._unsettled)]
+        since = self._since
+        if since is not None:
+            times.append(since)
         return max(0.0, now - min(times)) if times else 0.0
 
     def drain(self) -> None:
@@ -373,7 +404,7 @@ class PersistenceService:
         self._round, state.dirty = state.dirty, set()  # O(1): the round owns the old set
         self._round_since = now if self._since is None else self._since
         self._since = None
-        self._unsettled.append((self._round_number, self._round_since))
+        self._unsettled.append((self._round_number, self._round_since, self.pipeline.released_total))
         self._round_active = True
         self._last_round_start = now
 
@@ -436,6 +467,20 @@ class PersistenceService:
                 )
             )
 
+    def _submit_keys(self, keys: Collection[str]) -> None:
+        """Hand the round's ``keys`` to the writer to capture; the round stays active
+        until it has, then :meth:`tick` submits the metadata."""
+        assert self.writer is not None
+        deletions = sorted(self.state.deleted)
+        self.state.deleted.clear()
+        self.writer.submit(
+            WriteBatch(
+                keys=keys, deletions=deletions, round=self._round_number, since=self._round_since,
+                captures_round=True,
+            )
+        )
+        self._round_active = True
+
     def _submit_end(
         self,
         captures: list[Capture],
@@ -479,10 +524,45 @@ class PersistenceService:
             if batch.since is not None:
                 self._since = batch.since if self._since is None else min(self._since, batch.since)
             errors.append(error)
+            self._failed_rounds.add(batch.round)
+            self.failed_streak += 1
+            self.failures += 1
+            self.last_error = str(error)
+            if isinstance(error, StoreLostError):  # the store holds nothing: everything is written again
+                self._mark_everything()
+            if isinstance(error, StoreOwnershipError) and self.disowned is None:
+                self.disowned = str(error)
+                where = str(getattr(self.store, "path", self.store))
+                lost = StoreOwnershipLost(game_time=self.state.clock.now, store=where, error=str(error))
+                self.state.publish(lost)
             self.state.publish(SnapshotFailed(game_time=self.state.clock.now, error=str(error)))
         while self._unsettled and self._unsettled[0][0] <= durable and not (
             self._round_active and self._unsettled[0][0] == self._round_number
         ):
-            self._unsettled.popleft()
+            number, _, released = self._unsettled.popleft()
+            if number in self._failed_rounds:
+                self._failed_rounds.discard(number)
+            else:  # every job applied before the round began is in a document on disk
+                self.pipeline.forget_released(released)
             self.rounds_completed += 1
+            if not errors:
+                self.failed_streak = 0
         return errors
+
+    def _mark_everything(self) -> None:
+        """Mark every NPC and player, live or stored, to be written (once, after the
+        store lost what it held)."""
+        state = self.state
+        state.dirty.update(state.registry.npc_keys(), state.registry.player_keys(), state.stored)
+
+    def export(self) -> tuple[StoreMeta, list[Document]]:
+        """The whole world as it is in memory now: metadata and every document (live
+        and stored), sorted by key; for writing it elsewhere when its store fails."""
+        state = self.state
+        now = state.clock.now
+        documents: dict[str, Document] = dict(state.stored)
+        for key in (*state.registry.npc_keys(), *state.registry.player_keys()):
+            handle = state.registry.live(key)
+            if handle is not None:
+                documents[key] = document_of(handle, now)
+        return self.meta(self.snapshots), [documents[key] for key in sorted(documents)]

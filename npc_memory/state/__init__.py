@@ -16,6 +16,7 @@ from npc_memory.content import Pack
 from npc_memory.events import Event
 from npc_memory.state.bus import ErrorPolicy, EventBus, EventQueue, Subscription
 from npc_memory.state.registry import Ref, Registry, RegistryListener
+from npc_memory.state.tick import TickBudget, TickShare
 from npc_memory.state.world import world_context
 from npc_memory.store.documents import Document
 
@@ -42,6 +43,8 @@ class WorldState:
     deleted: set[str] = field(default_factory=set)
     persistent: bool = False
     game: str = "default"
+    tick: TickBudget = field(default_factory=lambda: TickBudget(1.0))
+    """The plugin's share of each tick (``budgets.tick_ms``) and whether one is running."""
 
     def mark(self, key: str) -> None:
         """The document of ``key`` changed: persist it with the next snapshot."""
@@ -61,6 +64,8 @@ __all__ = [
     "Registry",
     "RegistryListener",
     "Subscription",
+    "TickBudget",
+    "TickShare",
     "WorldState",
     "world_context",
 ]

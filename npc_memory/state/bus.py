@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 
 import esper
 
-from npc_memory.errors import EventHandlerError
+from npc_memory.errors import EventHandlerError, InvalidArgumentError
 from npc_memory.events import Event
 from npc_memory.state.world import world_context
 
@@ -60,9 +60,11 @@ class EventBus:
     def subscribe(self, event_type: type[E], handler: Callable[[E], None]) -> Subscription:
         """Deliver every event that is an instance of ``event_type`` to ``handler``."""
         if not (isinstance(event_type, type) and issubclass(event_type, Event)):
-            raise TypeError(f"event_type must be a subclass of npc_memory.events.Event, got {event_type!r}")
+            raise InvalidArgumentError(
+                f"event_type must be a subclass of npc_memory.events.Event, got {event_type!r}"
+            )
         if not callable(handler):
-            raise TypeError(f"handler must be callable, got {handler!r}")
+            raise InvalidArgumentError(f"handler must be callable, got {handler!r}")
         subscription = Subscription(self, event_type, handler, next(self._order))
         self._subscriptions.append(subscription)
         self._by_type.clear()
@@ -70,6 +72,8 @@ class EventBus:
 
     def unsubscribe(self, subscription: Subscription) -> None:
         """End ``subscription``; a no-op if it already ended."""
+        if not isinstance(subscription, Subscription):
+            raise InvalidArgumentError(f"expected a Subscription from on(), got {subscription!r}")
         if subscription in self._subscriptions:
             self._subscriptions.remove(subscription)
             self._by_type.clear()

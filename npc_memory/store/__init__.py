@@ -18,7 +18,7 @@ from npc_memory.store.documents import (
     encode_document,
 )
 from npc_memory.store.migrations import MigrationContext
-from npc_memory.store.tinydb_store import MsgspecStorage, TinyDBStore, check_not_in_use
+from npc_memory.store.tinydb_store import MsgspecStorage, TinyDBStore, check_unlocked
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -39,6 +39,6 @@ __all__ = [
     "StoreContents",
     "StoreMeta",
     "TinyDBStore",
-    "check_not_in_use",
+    "check_unlocked",
     "encode_document",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -120,8 +120,10 @@ class JournalStore(Store, Protocol):
         """Append ``records`` in order, durable when it returns; returns bytes written."""
         ...
 
-    def maintain(self, deadline: float) -> bool:
-        """Upkeep until ``deadline`` (``time.perf_counter()``); whether work remains."""
+    def maintain(self, deadline: float, pause: Callable[[], None] | None = None) -> bool:
+        """Upkeep until ``deadline`` (``time.perf_counter()``); whether work remains.
+        ``pause`` is called between small units of the work (where the calling thread
+        may give other threads the interpreter)."""
         ...
 
     def versions(self) -> Mapping[str, int]:

@@ -27,10 +27,15 @@ def write_atomic(path: Path, data: bytes, *, keep_previous: bool = True, sync_di
     With ``sync_dir`` off the caller must call :func:`fsync_dir` before relying on it.
     """
     tmp = path.with_name(path.name + TEMP_SUFFIX)
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:  # a full disk or a size limit: leave no partial file behind
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     if keep_previous and path.exists():
         prev_tmp = path.with_name(path.name + PREVIOUS_SUFFIX + TEMP_SUFFIX)
         with contextlib.suppress(FileNotFoundError):
@@ -43,8 +48,10 @@ def write_atomic(path: Path, data: bytes, *, keep_previous: bool = True, sync_di
 
 
 def remove_durably(path: Path, *, sync_dir: bool = True) -> None:
-    """Delete ``path`` and its previous generation, if present."""
-    for victim in (path, previous_of(path)):
+    """Delete ``path`` and its previous generation, if present (the previous one first:
+    a previous generation without its file is never left by a deletion, so it always
+    means damage)."""
+    for victim in (previous_of(path), path):
         with contextlib.suppress(FileNotFoundError):
             victim.unlink()
     if sync_dir:

@@ -97,9 +97,10 @@ def frames(data: bytes, source: str, *, skip_damage: bool = False) -> Iterator[t
 class Journal:
     """The segment files in ``directory``; appends go to a segment this object created."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, create: bool = True) -> None:
         self.directory = directory
-        directory.mkdir(exist_ok=True)
+        if create:
+            directory.mkdir(exist_ok=True)
         self._fd: int | None = None
         self._current = 0
         self._size = 0
@@ -108,6 +109,8 @@ class Journal:
 
     def segments(self) -> list[int]:
         """Numbers of the segments on disk, oldest first."""
+        if not self.directory.is_dir():
+            return []
         numbers = []
         for path in self.directory.glob(f"*{SEGMENT_SUFFIX}"):
             with contextlib.suppress(ValueError):
@@ -153,8 +156,10 @@ class Journal:
             _write_all(fd, data)
             os.fsync(fd)
             fsync_dir(self.directory)
-        except BaseException:
+        except BaseException:  # a full disk: leave no segment without its header behind
             os.close(fd)
+            with contextlib.suppress(OSError):
+                path.unlink()
             raise
         self._fd, self._current, self._size = fd, number, len(data)
         return number

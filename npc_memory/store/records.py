@@ -533,11 +533,25 @@ def _pair_edit(old: Triple, new: Triple) -> PairEdit:
 def diff(base_capture: NpcCapture, new_capture: NpcCapture, *, lsn: int, base_lsn: int) -> NpcPatch | None:
     """The patch from ``base_capture`` to ``new_capture`` (two captures of one NPC), or
     ``None`` if nothing persisted changed (``saved_at`` aside)."""
+    return diff_viewed(base_capture, None, new_capture, lsn=lsn, base_lsn=base_lsn)[0]
+
+
+def diff_viewed(
+    base_capture: NpcCapture,
+    base_view: CaptureView | None,
+    new_capture: NpcCapture,
+    *,
+    lsn: int,
+    base_lsn: int,
+) -> tuple[NpcPatch | None, CaptureView | None]:
+    """:func:`diff`, given the base's view if known (``None``: made here), and also
+    the new capture's view for the next diff against it (``None`` if not made)."""
     base, new = base_capture, new_capture
     if base.items == new.items and base.keys == new.keys and base.layout == new.layout:
         old = now = None  # the containers are the same: only the small fields can differ
     else:
-        old, now = base.view(), new.view()
+        old, now = base_view or base.view(), new.view()
+    kept_view = now if now is not None else base_view
     world = pairs = open_ = recent = extracted = facts = None
     if old is not None and now is not None:
         world = None if old.world == now.world else _pair_edit(old.world, now.world)
@@ -570,7 +584,7 @@ def diff(base_capture: NpcCapture, new_capture: NpcCapture, *, lsn: int, base_ls
         and base.next_id == new.next_id
         and base.facts_next_id == new.facts_next_id
     ):
-        return None
+        return None, kept_view
     patch = NpcPatch(
         lsn=lsn,
         key=new.key,
@@ -601,7 +615,7 @@ def diff(base_capture: NpcCapture, new_capture: NpcCapture, *, lsn: int, base_ls
     if recent is not None:
         patch.recent = {k: list(v) for k, v in recent.set.items()}
         patch.recent_gone, patch.recent_order = recent.gone, recent.order
-    return patch
+    return patch, kept_view
 
 
 def _whole_dict(base: dict[str, int], new: dict[str, int]) -> dict[str, int] | None:

@@ -34,7 +34,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -43,9 +43,17 @@ import filelock
 import msgspec
 from tinydb import Storage
 
-from npc_memory.errors import StoreCorruptError, StoreError, StoreLockedError, StoreVersionError
+from npc_memory.errors import (
+    StoreCorruptError,
+    StoreError,
+    StoreLockedError,
+    StoreLostError,
+    StoreOwnershipError,
+    StoreVersionError,
+)
 from npc_memory.store.audit import AUDIT_DIR, AuditLog, AuditReadout
 from npc_memory.store.base import PendingForget, PurgeReport, StoreContents
+from npc_memory.store.checks import consistency_problems, document_problems, meta_problems
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -91,6 +99,8 @@ DOCS_DIR = "docs"
 JOURNAL_DIR = "journal"
 PENDING_FILE = "privacy-pending.json"
 DEFAULT_CHECKPOINT_BYTES = 64 * 1024 * 1024
+PAUSE_EVERY_RECORDS = 128
+"""Journal records read between two calls of a checkpoint's ``pause`` (~0.1 ms)."""
 """Journal bytes after which the writer starts a checkpoint in its idle time."""
 CLOSE_CHECKPOINT_KEYS = 256
 """``close`` folds the journal when it changes at most this many documents (a small
@@ -197,7 +207,13 @@ class TinyDBStore:
     schema are migrated when read (``migration`` supplies what a migration needs).
     ``checkpoint_bytes``: journal size past which :meth:`maintain` starts a checkpoint;
     ``checkpoint_on_close``: let :meth:`close` fold a small journal (off for readers
-    that must not write, such as ``export`` and ``inspect``).
+    that must not write, such as ``export`` and ``inspect``). ``read_only``: the
+    opener only reads (a store on read-only media is then opened without its lock).
+
+    Before each journal append the store checks it still owns its directory: a
+    removed directory is recreated (:class:`StoreLostError`: the caller writes
+    everything again); a lock file removed or replaced under it stops every further
+    write (:class:`StoreOwnershipError`), so another owner's data is never overwritten.
     """
 
     def __init__(
@@ -208,25 +224,41 @@ class TinyDBStore:
         migration: MigrationContext | None = None,
         checkpoint_bytes: int = DEFAULT_CHECKPOINT_BYTES,
         checkpoint_on_close: bool = True,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
         self.migration = migration or MigrationContext()
         self.checkpoint_bytes = checkpoint_bytes
-        self.checkpoint_on_close = checkpoint_on_close
+        self.checkpoint_on_close = checkpoint_on_close and not read_only
+        self.read_only = read_only
         self._lock: filelock.BaseFileLock | None = None
+        self._lock_id: tuple[int, int] | None = None
+        self._disowned: str | None = None  # why this process stopped writing, once it has
+        self._lost: str | None = None  # what removed the store's contents, until a write hears it
+        self._found: list[tuple[str, str]] = []  # damage seen while opening, reported by load
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"{self.path} is a file, not a store directory")
         if self.path.is_dir() and any(self.path.iterdir()) and not is_store(self.path):
             raise StoreError(f"{self.path} is not empty and is not an npc-memory store; refusing to use it")
-        if not self.path.exists():
-            if not create:
-                raise StoreError(f"no store at {self.path}")
-            self.path.mkdir(parents=True)
-        (self.path / DOCS_DIR).mkdir(exist_ok=True)
         self._audit = AuditLog(self.path)
-        self._acquire()
-        self._clean_temporaries()
-        self._journal = Journal(self.path / JOURNAL_DIR)
+        try:
+            if not self.path.exists():
+                if not create:
+                    raise StoreError(f"no store at {self.path}")
+                self.path.mkdir(parents=True)
+            docs = self.path / DOCS_DIR
+            if not docs.is_dir() and (self.path / META_FILE).exists():
+                self._found.append((str(docs), "missing: every NPC and player document is gone"))
+            self._acquire()
+            if not read_only:
+                if not self._found:  # a removed docs/ stays reported until repaired
+                    docs.mkdir(exist_ok=True)
+                self._clean_temporaries()
+            self._journal = Journal(self.path / JOURNAL_DIR, create=not read_only)
+        except OSError as exc:
+            if self._lock is not None:
+                self._lock.release()
+            raise StoreError(f"cannot open store {self.path}: {_os_problem(exc)}") from exc
         self._lsn: int | None = None  # the highest lsn in use, once known
         self._fold: _Fold | None = None
         self._unfolded = self._journal.bytes_on_disk()
@@ -244,19 +276,84 @@ class TinyDBStore:
         replayed over them. Raises :class:`StoreCorruptError` naming the first damaged
         file, :class:`StoreVersionError` for a newer schema; nothing is dropped or
         reset (but a torn last journal record, which was never acknowledged)."""
-        meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
+        found = list(self._found)
+        meta, meta_lsn = None, 0
+        try:
+            meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
+        except StoreCorruptError as exc:
+            found.append((exc.path, exc.problem))
         documents: dict[str, Document] = {}
         lsns: dict[str, int] = {}
         with collector_paused():  # decoding builds many container objects: skip the collector
             for path in self._document_paths():
-                document, lsn = self._read_document_and_lsn(path)
+                try:
+                    document, lsn = self._read_document_and_lsn(path)
+                except StoreCorruptError as exc:
+                    found.append((exc.path, exc.problem))
+                    continue
                 documents[document.key] = document
                 lsns[document.key] = lsn
-            meta, top = self._replay(documents, lsns, meta, meta_lsn)
+            if found:  # also what the readable documents hold, before stopping
+                docs = self.path / DOCS_DIR
+                for key, document in documents.items():
+                    found += [(str(docs / file_name(key)), p) for p in document_problems(document)]
+                raise self._damage(found)
+            folded = max(lsns.values(), default=0) > 0  # documents a checkpoint wrote
+            with self._naming():
+                meta, top = self._replay(documents, lsns, meta, meta_lsn)
+            found += self._value_problems(documents, meta, folded=folded)
+        if found:
+            raise self._damage(found)
         gc.freeze()  # loaded state is long-lived: keep it out of future collections
         self._lsn = max(self._lsn or 0, top, *lsns.values())
         self._versions = {key: lsns[key] for key in documents}
         return StoreContents(meta=meta, documents=documents, lsns=dict(self._versions))
+
+    def _value_problems(
+        self, documents: dict[str, Document], meta: StoreMeta | None, *, folded: bool
+    ) -> list[tuple[str, str]]:
+        """Values the schema's types cannot rule out, and files that disagree."""
+        found: list[tuple[str, str]] = []
+        docs = self.path / DOCS_DIR
+        for key, document in documents.items():
+            found += [(str(docs / file_name(key)), problem) for problem in document_problems(document)]
+        if meta is not None:
+            found += [(str(self.path / META_FILE), problem) for problem in meta_problems(meta)]
+        found += consistency_problems(
+            self.path, documents, meta, folded=folded and not self._journal.segments(),
+            read=self.previous_key,
+            forgotten=self.forgotten,
+        )
+        return found
+
+    def forgotten(self) -> set[str]:
+        """Keys the audit log says were forgotten (empty if it cannot be read)."""
+        try:
+            return {entry.target for entry in self.audit() if entry.action == "forget"}
+        except StoreError:
+            return set()
+
+    def previous_key(self, path: Path) -> str | None:
+        """The key of the document the previous generation ``path`` holds (``None``:
+        unreadable)."""
+        try:
+            return self._read_document(path, name=path.name.removesuffix(PREVIOUS_SUFFIX)).key
+        except StoreError:
+            return None
+
+    def _damage(self, found: list[tuple[str, str]]) -> StoreCorruptError:
+        error = StoreCorruptError(found[0][0], found[0][1], store=str(self.path))
+        error.found = found
+        return error
+
+    @contextlib.contextmanager
+    def _naming(self) -> Iterator[None]:
+        """Name this store in the repair hint of damage found inside the block."""
+        try:
+            yield
+        except StoreCorruptError as exc:
+            exc.store = str(self.path)
+            raise
 
     def versions(self) -> dict[str, int]:
         """The lsn of each document as the last :meth:`load` returned it."""
@@ -264,11 +361,12 @@ class TinyDBStore:
 
     def read_meta(self) -> StoreMeta | None:
         """The store metadata (the journal's latest), or ``None`` for a new store."""
-        meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
-        latest: memoryview | None = None
-        for _, head, payload in self._journal_records():
-            if isinstance(head, MetaHead) and head.lsn > meta_lsn:
-                latest, meta_lsn = payload, head.lsn
+        with self._naming():
+            meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
+            latest: memoryview | None = None
+            for _, head, payload in self._journal_records():
+                if isinstance(head, MetaHead) and head.lsn > meta_lsn:
+                    latest, meta_lsn = payload, head.lsn
         if latest is not None:
             record = record_decoder.decode(latest)
             assert isinstance(record, MetaRecord)
@@ -319,13 +417,18 @@ class TinyDBStore:
         return self._audit.salt()
 
     def check_file(self, path: Path, *, as_name: str | None = None) -> None:
-        """Decode one data file (metadata or document) as loading would, raising the
-        same errors; ``as_name`` is the file name it stands for (for a ``.prev`` copy)."""
+        """Decode one data file (metadata or document) as loading would, and check its
+        values, raising the same errors; ``as_name`` is the file name it stands for
+        (for a ``.prev`` copy)."""
         name = as_name or path.name
-        if name == META_FILE:
-            self._read_meta_file(path)
-        else:
-            self._read_document(path, name=name)
+        with self._naming():
+            if name == META_FILE:
+                meta = self._read_meta_file(path)
+                problems = [] if meta is None else meta_problems(meta)
+            else:
+                problems = document_problems(self._read_document(path, name=name))
+        if problems:
+            raise StoreCorruptError(str(path), "; ".join(problems), store=str(self.path))
 
     def check_journal(self) -> list[str]:
         """Problems in the journal segments (damaged records), without raising."""
@@ -356,6 +459,7 @@ class TinyDBStore:
         """Append ``records`` to the journal and fsync once; returns the bytes
         written. Durable when it returns; on an error nothing is acknowledged and the
         segment is sealed (its tail may be torn; the next append starts a new one)."""
+        self.verify()
         if not self._journal.current:
             self._journal.open_segment(_HEADER)
         keys = self._segment_keys.setdefault(self._journal.current, set())
@@ -367,6 +471,75 @@ class TinyDBStore:
             raise
         self._unfolded += written
         return written
+
+    def verify(self) -> None:
+        """Check that this process still owns the store before a write. Raises
+        :class:`StoreLostError` (once) after recreating a removed directory (what it
+        held is gone: write everything again) and :class:`StoreOwnershipError` once the
+        lock file was removed or replaced (this store then never writes again)."""
+        self._check_owner()
+        if self._disowned is not None:
+            raise StoreOwnershipError(self._disowned)
+        if self._lost is not None:
+            lost, self._lost = self._lost, None
+            raise StoreLostError(lost)
+
+    def _check_owner(self) -> None:
+        """Notice a removed directory (recreate it, remember it for :meth:`verify`) or
+        a lock lost to another process (stop writing for good)."""
+        if self._disowned is not None:
+            return
+        if self._lock is None:
+            if self.read_only:
+                raise StoreError(f"store {self.path} was opened read-only")
+            self._recreate(f"store directory {self.path} was removed while in use")  # again: it failed before
+            return
+        try:
+            current: tuple[int, int] | None = _file_id(self.path / LOCK_FILE)
+        except FileNotFoundError:
+            current = None
+        if current == self._lock_id:
+            if not (self._journal.directory.is_dir() and (self.path / DOCS_DIR).is_dir()):
+                self._recreate(f"part of store {self.path} was removed while in use")
+            return
+        if current is None and not is_store(self.path):
+            self._recreate(f"store directory {self.path} was removed while in use")
+            return
+        self._disown(
+            f"store {self.path} lost its lock while in use (the lock file was removed or replaced): "
+            "this process stopped writing to it, so another owner's data is never overwritten"
+        )
+
+    def _disown(self, why: str) -> None:
+        self._disowned = why
+        self._fold = None
+        log.error("%s", why)
+
+    @property
+    def disowned(self) -> bool:
+        """Whether this process lost the store's lock and stopped writing."""
+        return self._disowned is not None
+
+    def _recreate(self, what: str) -> None:
+        """Make the directory again after it was removed, and own it again."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / DOCS_DIR).mkdir(exist_ok=True)
+        self._journal.seal()
+        self._journal.directory.mkdir(exist_ok=True)
+        self._fold = None
+        self._segment_keys.clear()
+        self._unfolded = 0
+        self._leftover = False
+        try:
+            self._acquire()
+        except StoreLockedError as exc:  # someone else took the new directory first
+            self._disown(f"{what}, and another process owns it now ({exc})")
+            return
+        self._lost = f"{what}; it was recreated and everything in memory is written again"
+        log.error("%s", self._lost)
 
     def write(self, documents: Sequence[EncodedDocument], meta: StoreMeta | None = None) -> None:
         """Write ``documents`` (then ``meta``), each replacing the previous version of
@@ -462,17 +635,20 @@ class TinyDBStore:
 
     # ------------------------------------------------------------------ checkpoints
 
-    def maintain(self, deadline: float) -> bool:
+    def maintain(self, deadline: float, pause: Callable[[], None] | None = None) -> bool:
         """Checkpoint work until ``deadline`` (``time.perf_counter()``), if due: the
         journal outgrew ``checkpoint_bytes`` or an earlier session left segments.
         Returns whether work remains. Safe to stop anywhere (a crash too)."""
+        self._check_owner()
+        if self._disowned is not None or self._lost is not None:
+            return False  # (the next append reports it)
         if self._fold is None:
             if not (self._leftover or self._unfolded >= self.checkpoint_bytes):
                 return False
-            self._fold = self._begin_fold(strict=True)
+            self._fold = self._begin_fold(strict=True, pause=pause)
             if self._fold is None:
                 return False
-        if not self._fold_step(self._fold, deadline):
+        if not self._fold_step(self._fold, deadline, pause):
             return True
         self._finish_fold(self._fold)
         self._fold = None
@@ -482,6 +658,10 @@ class TinyDBStore:
         """Fold the whole journal into the document files now. With ``strict`` off
         (repair), damaged records and changes that no longer apply are skipped and
         described in the returned list instead of raising."""
+        with self._naming():
+            return self._checkpoint(strict)
+
+    def _checkpoint(self, strict: bool) -> list[str]:
         if self._fold is not None and self._fold.strict != strict:
             self._fold = None
         problems: list[str] = []
@@ -496,7 +676,9 @@ class TinyDBStore:
             if fold.keep:  # what could not be folded stays in the journal
                 return problems
 
-    def _begin_fold(self, *, strict: bool, all_segments: bool = False) -> _Fold | None:
+    def _begin_fold(
+        self, *, strict: bool, all_segments: bool = False, pause: Callable[[], None] | None = None
+    ) -> _Fold | None:
         journal = self._journal
         if journal.current and (all_segments or journal.size > len(_HEADER) + 12):
             journal.seal()  # appends go to a new segment from here
@@ -508,7 +690,11 @@ class TinyDBStore:
         data: list[bytes] = []
         meta: tuple[int, memoryview] | None = None
         top = 0
-        for _, head, payload in self._journal_records(sealed, keep=data, skip_damage=not strict):
+        for count, (_, head, payload) in enumerate(
+            self._journal_records(sealed, keep=data, skip_damage=not strict)
+        ):
+            if pause is not None and count % PAUSE_EVERY_RECORDS == 0:
+                pause()
             top = max(top, head.lsn)
             if isinstance(head, MetaHead):
                 if meta is None or head.lsn > meta[0]:
@@ -527,8 +713,10 @@ class TinyDBStore:
         self._unfolded = journal.size
         return _Fold(sealed, data, entries, list(entries), meta_record, top, strict)
 
-    def _fold_step(self, fold: _Fold, deadline: float) -> bool:
+    def _fold_step(self, fold: _Fold, deadline: float, pause: Callable[[], None] | None = None) -> bool:
         while fold.position < len(fold.keys):
+            if pause is not None:
+                pause()
             key = fold.keys[fold.position]
             try:
                 self._fold_key(fold, key, fold.entries[key])
@@ -536,6 +724,10 @@ class TinyDBStore:
                 if fold.strict:
                     raise
                 fold.problems.append(f"{key}: {exc.path}: {exc.problem} (its journal changes were kept)")
+                fold.keep = True
+            except OSError as exc:  # one document that cannot be written never blocks the others
+                log.error("checkpoint of %s in %r failed: %s; the journal keeps it", key, self, exc)
+                fold.problems.append(f"{key}: {_os_problem(exc)} (its journal changes were kept)")
                 fold.keep = True
             fold.position += 1
             if time.perf_counter() >= deadline:
@@ -724,7 +916,12 @@ class TinyDBStore:
         """Close the journal and release the store's lock (idempotent). The journal is
         folded first if it changes at most ``CLOSE_CHECKPOINT_KEYS`` documents (and all
         of it was read or written here); otherwise the next open replays it."""
-        if self._lock is not None and self.checkpoint_on_close and self._small_journal():
+        if (
+            self._lock is not None
+            and self._disowned is None
+            and self.checkpoint_on_close
+            and self._small_journal()
+        ):
             try:
                 self.checkpoint()
             except (OSError, StoreError) as exc:  # the journal keeps everything
@@ -804,48 +1001,71 @@ class TinyDBStore:
             raise StoreCorruptError(str(path), problem) from exc
 
     def _acquire(self) -> None:
-        # filelock: an OS lock (flock on POSIX, msvcrt on Windows) released when the process dies.
-        lock = filelock.FileLock(self.path / LOCK_FILE, timeout=0, thread_local=False)
         try:
-            lock.acquire()
-        except filelock.Timeout:
-            raise StoreLockedError(
-                f"store {self.path} is in use (locked by process {_owner(self.path)}); "
-                "one process owns a store at a time"
-            ) from None
-        (self.path / OWNER_FILE).write_text(str(os.getpid()), "ascii")
+            lock = _take_lock(self.path)
+        except OSError:
+            if not self.read_only:
+                raise
+            return  # read-only media: nobody can be writing it, read it unlocked
+        try:
+            (self.path / OWNER_FILE).write_text(str(os.getpid()), "ascii")
+            self._lock_id = _file_id(self.path / LOCK_FILE)
+        except BaseException:
+            lock.release()
+            raise
         self._lock = lock
 
     def _clean_temporaries(self) -> None:
         for directory in (self.path, self.path / DOCS_DIR, self.path / AUDIT_DIR):
+            if not directory.is_dir():
+                continue
             for leftover in directory.glob(f"*{TEMP_SUFFIX}"):
                 with contextlib.suppress(FileNotFoundError):
                     leftover.unlink()
 
 
-def _owner(path: Path) -> str:
-    try:
-        return (path / OWNER_FILE).read_text("ascii").strip() or "unknown"
-    except OSError:
-        return "unknown"
-
-
-def check_not_in_use(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`StoreLockedError` if a running game (or another tool) holds the
-    store at ``path``: operator tools refuse to change a store under a running game,
-    whose next snapshot would undo or contradict them."""
-    root = Path(path)
-    if not (root / LOCK_FILE).exists():
-        return
-    lock = filelock.FileLock(root / LOCK_FILE, timeout=0, thread_local=False)
+def _take_lock(path: Path) -> filelock.BaseFileLock:
+    """The store's lock, taken (an OS lock: flock on POSIX, msvcrt on Windows, released
+    when the process dies); :class:`StoreLockedError` naming the owner if it is held."""
+    lock = filelock.FileLock(path / LOCK_FILE, timeout=0, thread_local=False)
     try:
         lock.acquire()
     except filelock.Timeout:
+        try:
+            text = (path / OWNER_FILE).read_text("ascii").strip()
+        except OSError:
+            text = ""
+        owner = int(text) if text.isdigit() else None
         raise StoreLockedError(
-            f"store {root} is in use by a running game (process {_owner(root)}); stop the game "
-            "first, or make the change through the game's plugin"
+            f"store {path} is in use (locked by process {owner if owner is not None else 'unknown'}); "
+            "one process owns a store at a time",
+            owner=owner,
         ) from None
+    return lock
+
+
+def check_unlocked(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`StoreLockedError` (naming the store and its owner's process id)
+    if a process owns the store at ``path``; a path that is not a store passes."""
+    directory = Path(path)
+    if not (directory / LOCK_FILE).exists():
+        return
+    try:
+        lock = _take_lock(directory)
+    except OSError:  # read-only media: nobody can own it
+        return
     lock.release()
+
+
+def _file_id(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_dev, stat.st_ino
+
+
+def _os_problem(exc: OSError) -> str:
+    """An OS error in words, with the file it concerns."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
 
 
 def is_store(path: Path) -> bool:
@@ -919,7 +1139,7 @@ def _describe(exc: BaseException) -> str:
 __all__ = [
     "MsgspecStorage",
     "TinyDBStore",
-    "check_not_in_use",
+    "check_unlocked",
     "file_name",
     "is_store",
     "previous_of",

@@ -6,8 +6,11 @@ and records what it changed in the store's audit log.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import math
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -23,9 +26,19 @@ from npc_memory.store.documents import (
     StoreMeta,
     encode_document,
 )
-from npc_memory.store.files import previous_of, write_atomic
+from npc_memory.store.files import PREVIOUS_SUFFIX, fsync_dir, previous_of, write_atomic
+from npc_memory.store.mending import mend
 from npc_memory.store.migrations import MigrationContext, migrate_document
-from npc_memory.store.tinydb_store import TinyDBStore, store_files
+from npc_memory.store.tinydb_store import (
+    DOCS_DIR,
+    JOURNAL_DIR,
+    LOCK_FILE,
+    META_FILE,
+    OWNER_FILE,
+    TinyDBStore,
+    is_store,
+    store_files,
+)
 
 EXPORT_FORMAT = "npc-memory-export"
 
@@ -48,7 +61,7 @@ def export_store(path: str | os.PathLike[str]) -> bytes:
     """The whole store at ``path`` as export JSON (indented, newline-terminated). A
     store whose forgetting of a player was interrupted is refused until it is finished
     (the export would still hold the player)."""
-    store = TinyDBStore(path, create=False, checkpoint_on_close=False)
+    store = TinyDBStore(path, create=False, read_only=True)
     try:
         if store.pending_forgets():
             raise StoreError(
@@ -58,8 +71,12 @@ def export_store(path: str | os.PathLike[str]) -> bytes:
         contents = store.load()
     finally:
         store.close()
-    documents = [contents.documents[key] for key in sorted(contents.documents)]
-    data = _export_encoder.encode(ExportFile(meta=contents.meta, documents=documents))
+    return export_bytes(contents.meta, [contents.documents[key] for key in sorted(contents.documents)])
+
+
+def export_bytes(meta: StoreMeta | None, documents: Sequence[Document]) -> bytes:
+    """``meta`` and ``documents`` (sorted by key) as export JSON (indented, newline-terminated)."""
+    data = _export_encoder.encode(ExportFile(meta=meta, documents=list(documents)))
     return msgspec.json.format(data, indent=2) + b"\n"
 
 
@@ -144,51 +161,63 @@ def import_store(
 
 
 class RepairReport(msgspec.Struct, kw_only=True):
-    """What ``repair`` found: files restored from their previous generation, files
-    damaged beyond repair (with the problem), how many files were sound, and what
-    folding the journal into the files had to skip (damaged records, changes that no
-    longer apply to a restored older generation), and how many damaged audit log lines
-    were dropped."""
+    """What ``repair`` found and did: files restored from their previous generation,
+    files whose values were mended (with what changed), files damaged beyond repair
+    (with the problem), files moved aside into ``quarantine/`` (``--quarantine``),
+    previous generations of forgotten documents that a deletion left (removed), how
+    many files were sound, what folding the journal into the files had to skip
+    (damaged records, changes that no longer apply), and how many damaged audit log
+    lines were dropped."""
 
     restored: list[str] = msgspec.field(default_factory=list)
+    mended: list[tuple[str, list[str]]] = msgspec.field(default_factory=list)
     unrecoverable: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    quarantined: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    removed: list[str] = msgspec.field(default_factory=list)
     sound: int = 0
     journal: list[str] = msgspec.field(default_factory=list)
     audit_lines_dropped: int = 0
 
 
-def repair_store(path: str | os.PathLike[str], *, actor: str = "") -> RepairReport:
-    """Check every data file of the store; restore each damaged one from its previous
-    good generation. A damaged file is kept beside it as ``<name>.broken`` (nothing is
-    silently dropped); a file with no good previous generation is reported. Then the
-    journal is folded into the files, skipping (and reporting) what cannot apply, and
-    damaged audit log lines are dropped from their files (kept in ``.broken`` copies)."""
-    store = TinyDBStore(path, create=False)
+QUARANTINE_DIR = "quarantine"
+"""Where ``repair --quarantine`` moves documents it cannot mend (inside the store)."""
+
+
+def repair_store(
+    path: str | os.PathLike[str], *, quarantine: bool = False, actor: str = ""
+) -> RepairReport:
+    """Check every data file of the store and mend what loading would refuse: a
+    damaged or missing file is restored from its previous good generation (the
+    damaged one is kept beside it as ``<name>.broken``), values out of range or
+    counters that would reuse an id are mended in place, missing metadata is rebuilt
+    from the documents. Then the journal is folded into the files (skipping and
+    reporting what cannot apply) and the files are checked again. A file that cannot
+    be mended is reported; with ``quarantine`` it is moved into ``quarantine/``
+    (recorded in the audit log) so the rest of the world loads. Damaged audit log
+    lines are dropped from their files (kept in ``.broken`` copies). Refuses a store
+    in use; ``actor`` is recorded in the audit log."""
+    store = TinyDBStore(path, create=False, checkpoint_on_close=False)
     report = RepairReport()
     try:
-        for file in store_files(store.path):
-            problem = _problem(store, file)
-            if problem is None:
-                report.sound += 1
-                continue
-            previous = previous_of(file)
-            if _problem(store, previous, as_name=file.name) is not None:
-                report.unrecoverable.append((str(file), problem))
-                continue
-            if file.exists():
-                os.replace(file, file.with_name(file.name + ".broken"))
-            write_atomic(file, previous.read_bytes(), keep_previous=False)
-            report.restored.append(str(file))
+        docs = store.path / DOCS_DIR
+        if not docs.is_dir():
+            _missing_docs(store, report, quarantine)
+        _repair_files(store, report, quarantine, first=True)
         report.journal = store.check_journal()
         report.journal += store.checkpoint(strict=False)
+        _repair_files(store, report, quarantine, first=False)
+        _rebuild_meta(store, report)
         report.audit_lines_dropped = store.repair_audit()
-        if report.restored or report.unrecoverable or report.journal or report.audit_lines_dropped:
+        changed = report.restored or report.removed or report.mended or report.unrecoverable
+        if changed or report.journal or report.audit_lines_dropped:
             store.append_audit(
                 _audit(
                     "repair",
                     str(path),
                     actor,
                     restored=report.restored,
+                    removed=report.removed,
+                    mended=[f for f, _ in report.mended],
                     unrecoverable=[f for f, _ in report.unrecoverable],
                     journal=report.journal,
                     audit_lines_dropped=report.audit_lines_dropped,
@@ -199,9 +228,253 @@ def repair_store(path: str | os.PathLike[str], *, actor: str = "") -> RepairRepo
     return report
 
 
+def _missing_docs(store: TinyDBStore, report: RepairReport, quarantine: bool) -> None:
+    docs = store.path / DOCS_DIR
+    if not quarantine:
+        report.unrecoverable.append((str(docs), "missing: every NPC and player document is gone"))
+        return
+    docs.mkdir()
+    report.quarantined.append((str(docs), "was missing: recreated empty (every document is gone)"))
+    store.append_audit(_audit("quarantine", str(docs), problem="missing; recreated empty"))
+
+
+def _repair_files(store: TinyDBStore, report: RepairReport, quarantine: bool, *, first: bool) -> None:
+    done = {*report.restored, *(f for f, _ in report.mended), *(f for f, _ in report.unrecoverable)}
+    for file in store_files(store.path):
+        problem = _problem(store, file)
+        if problem is None:
+            report.sound += first
+            continue
+        if str(file) in done and not first:
+            continue
+        previous = previous_of(file)
+        if _problem(store, previous, as_name=file.name) is None:
+            if not file.exists() and _forgotten(store, previous):  # left by a deletion: never restored
+                previous.unlink()
+                report.removed.append(str(previous))
+                continue
+            if file.exists():
+                os.replace(file, file.with_name(file.name + ".broken"))
+            write_atomic(file, previous.read_bytes(), keep_previous=False)
+            report.restored.append(str(file))
+            if file.name == META_FILE:
+                _catch_up_clock(store, file, report)
+            continue
+        mended = _mended(store, file)
+        if mended is not None:
+            data, changes = mended
+            shutil.copyfile(file, file.with_name(file.name + ".broken"))
+            write_atomic(file, data, keep_previous=False)
+            report.mended.append((str(file), changes))
+            continue
+        if quarantine and file.exists():
+            report.quarantined.append((str(_quarantine(store, file, problem)), problem))
+        else:
+            report.unrecoverable.append((str(file), problem))
+
+
+def _forgotten(store: TinyDBStore, previous: Path) -> bool:
+    """Whether ``previous`` holds the document of a key the audit log says was forgotten."""
+    key = store.previous_key(previous)
+    return key is not None and key in store.forgotten()
+
+
+def _catch_up_clock(store: TinyDBStore, file: Path, report: RepairReport) -> None:
+    """An older generation of the metadata never sets the clock behind the documents."""
+    tables = msgspec.json.decode(file.read_bytes())
+    for meta in tables.get("meta", {}).values():
+        newest = _newest_save(store)
+        if isinstance(meta, dict) and isinstance(meta.get("clock"), (int, float)) and meta["clock"] < newest:
+            change = f"game clock {meta['clock']} was behind the documents: set to {newest}"
+            report.mended.append((str(file), [change]))
+            meta["clock"] = newest
+            write_atomic(file, msgspec.json.encode(tables), keep_previous=False)
+
+
+def _mended(store: TinyDBStore, file: Path) -> tuple[bytes, list[str]] | None:
+    try:
+        raw = file.read_bytes()
+    except OSError:
+        return None
+    scratch = file.with_name(file.name + ".mending")
+
+    def check(data: bytes) -> None:
+        scratch.write_bytes(data)
+        store.check_file(scratch, as_name=file.name)
+
+    try:
+        return mend(raw, check, clock=_newest_save(store))
+    finally:
+        scratch.unlink(missing_ok=True)
+
+
+class _SavedAt(msgspec.Struct):
+    saved_at: float = 0.0
+
+
+class _Saves(msgspec.Struct):
+    npcs: dict[str, _SavedAt] = msgspec.field(default_factory=dict)
+    players: dict[str, _SavedAt] = msgspec.field(default_factory=dict)
+
+
+_saves_decoder = msgspec.json.Decoder(_Saves)
+
+
+def _newest_save(store: TinyDBStore) -> float:
+    """The newest ``saved_at`` among the readable document files (0.0 if none)."""
+    newest = 0.0
+    for file in store_files(store.path):
+        with contextlib.suppress(OSError, msgspec.DecodeError):
+            saves = _saves_decoder.decode(file.read_bytes())
+            for document in (*saves.npcs.values(), *saves.players.values()):
+                if math.isfinite(document.saved_at):
+                    newest = max(newest, document.saved_at)
+    return newest
+
+
+def _quarantine(store: TinyDBStore, file: Path, problem: str) -> Path:
+    """Move ``file`` (and its previous generation) into the store's quarantine folder."""
+    folder = store.path / QUARANTINE_DIR
+    folder.mkdir(exist_ok=True)
+    target = folder / file.name
+    number = 1
+    while target.exists():
+        number += 1
+        target = folder / f"{file.name}.{number}"
+    os.replace(file, target)
+    previous = previous_of(file)
+    if previous.exists():
+        os.replace(previous, target.with_name(target.name + PREVIOUS_SUFFIX))
+    fsync_dir(file.parent)
+    store.append_audit(_audit("quarantine", str(file), moved_to=str(target), problem=problem))
+    return target
+
+
+def _rebuild_meta(store: TinyDBStore, report: RepairReport) -> None:
+    """Metadata the store lost (its file and previous generation both gone) while
+    documents remain: rebuilt with the clock of the newest document."""
+    meta_file = store.path / META_FILE
+    if meta_file.exists() or previous_of(meta_file).exists():
+        return
+    try:
+        if store.read_meta() is not None or not list((store.path / DOCS_DIR).glob("*.json")):
+            return
+    except StoreError:
+        return
+    clock = _newest_save(store)
+    store.write_meta(StoreMeta(clock=clock))
+    store.checkpoint(strict=False)
+    report.mended.append(
+        (str(meta_file), [f"was missing: rebuilt with game clock {clock} (the newest document's save time); "
+                          "the random generator restarts from the seed and pending extractions are gone"])
+    )
+
+
+def clear_store(path: str | os.PathLike[str], world: str) -> None:
+    """Empty the store at ``path`` for a fresh start, only if esper world ``world``
+    wrote it (its metadata names that world, or it holds nothing yet). Refuses a
+    store in use (naming its owner) and any store another world wrote. The store's
+    lock is held while its files are deleted."""
+    directory = Path(path)
+    if not directory.exists():
+        return
+    if not directory.is_dir() or not is_store(directory):
+        raise StoreError(f"{directory} exists and is not an npc-memory store; choose another path")
+    store = TinyDBStore(directory, create=False, checkpoint_on_close=False)
+    try:
+        try:
+            contents = store.load()
+        except StoreError as exc:
+            raise StoreError(f"store {directory} cannot be read, so it is left alone: {exc}") from exc
+        owner = None if contents.meta is None else contents.meta.world
+        if owner != world and (owner is not None or contents.documents):
+            written_by = f"esper world {owner!r}" if owner is not None else "an unknown world"
+            raise StoreError(
+                f"store {directory} was written by {written_by}, not {world!r}; it is left alone "
+                "(choose another path, or remove it yourself)"
+            )
+        for entry in directory.iterdir():
+            if entry.name in (LOCK_FILE, OWNER_FILE):
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    finally:
+        store.close()
+
+
+class StoreStats(msgspec.Struct, kw_only=True):
+    """A store at rest in numbers (``npc-memory stats``): ``health`` is ``ok`` or
+    ``damaged`` (then ``problems`` says what loading would refuse, and the counts are
+    zero); sizes in bytes."""
+
+    path: str
+    health: Literal["ok", "damaged"] = "ok"
+    problems: list[str] = msgspec.field(default_factory=list)
+    world: str = ""
+    schema_version: int = SCHEMA_VERSION
+    clock: float = 0.0
+    snapshots: int = 0
+    npcs: int = 0
+    players: int = 0
+    memories: int = 0
+    facts: int = 0
+    relationships: int = 0
+    pending_extractions: int = 0
+    bytes: int = 0
+    journal_bytes: int = 0
+    journal_segments: int = 0
+    audit_entries: int = 0
+    quarantined: int = 0
+
+
+def store_stats(path: str | os.PathLike[str]) -> StoreStats:
+    """Counts, sizes and soundness of the store at ``path`` (read only)."""
+    store = TinyDBStore(path, create=False, read_only=True)
+    stats = StoreStats(path=str(store.path))
+    try:
+        try:
+            contents = store.load()
+        except StoreCorruptError as exc:
+            stats.health = "damaged"
+            stats.problems = [f"{file}: {problem}" for file, problem in exc.found]
+            contents = None
+        try:
+            stats.audit_entries = len(store.audit())
+        except StoreError as exc:
+            stats.health = "damaged"
+            stats.problems.append(str(exc))
+    finally:
+        store.close()
+    if contents is not None:
+        meta = contents.meta or StoreMeta()
+        stats.world, stats.schema_version, stats.clock = meta.world, meta.schema_version, meta.clock
+        stats.snapshots, stats.pending_extractions = meta.snapshots, len(meta.pending_extractions)
+        for document in contents.documents.values():
+            if isinstance(document, NpcDocument):
+                stats.npcs += 1
+                stats.memories += document.bank.count()
+                stats.facts += len(document.knowledge.facts)
+                stats.relationships += len(document.relationships.by_player)
+            else:
+                stats.players += 1
+    for file in store.path.rglob("*"):
+        with contextlib.suppress(OSError):
+            if file.is_file():
+                size = file.stat().st_size
+                stats.bytes += size
+                if file.parent.name == JOURNAL_DIR:
+                    stats.journal_bytes += size
+                    stats.journal_segments += 1
+                elif file.parent.name == QUARANTINE_DIR and not file.name.endswith(PREVIOUS_SUFFIX):
+                    stats.quarantined += 1
+    return stats
+
+
 def inspect_store(path: str | os.PathLike[str], npc: str | None = None) -> str:
     """A readable summary of the store, or of one NPC's memories and relationships."""
-    store = TinyDBStore(path, create=False, checkpoint_on_close=False)
+    store = TinyDBStore(path, create=False, read_only=True)
     try:
         contents = store.load()
         audit = store.audit()
@@ -256,7 +529,7 @@ def _problem(store: TinyDBStore, file: Path, as_name: str | None = None) -> str 
     return None
 
 
-def _audit(action: str, target: str, actor: str, **details: Any) -> AuditEntry:
+def _audit(action: str, target: str, actor: str = "", **details: Any) -> AuditEntry:
     return AuditEntry(
         action=action,
         target=target,

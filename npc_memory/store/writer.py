@@ -16,7 +16,11 @@ through ``write``.
 
 Failed batches are reported back to the tick (:meth:`StoreWriter.take_failures`)
 rather than raised on this thread; the keys of a failed group are written whole next
-time, since what reached the disk of it is unknown.
+time, since what reached the disk of it is unknown. When a group's append fails on a
+disk error (full disk, a file-size limit), its documents are appended one at a time,
+so one document that cannot be written never keeps the others (or the metadata) off
+the disk. A store that lost its directory (:class:`StoreLostError`) forgets every
+document it held: each is written whole again.
 """
 
 from __future__ import annotations
@@ -28,30 +32,40 @@ import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 
+from npc_memory.errors import StoreLostError
 from npc_memory.store.base import JournalStore, Store
 from npc_memory.store.documents import AuditEntry, StoreMeta
 from npc_memory.store.records import (
     Capture,
+    CaptureView,
     Delete,
     MetaRecord,
     NpcCapture,
     Put,
     Record,
-    diff,
+    diff_viewed,
     encode_capture,
 )
+from npc_memory.window import SampleWindow
 
 log = logging.getLogger("npc_memory.store")
 
-MAINTENANCE_SLICE = 0.005
-"""Seconds of store upkeep (checkpoint work) between two looks at the queue."""
+MAINTENANCE_SLICE = 0.001
+"""Seconds of store upkeep (checkpoint work) between two looks at the queue (and at
+whether the game's tick is running)."""
 YIELD_EVERY = 0.001
 """Seconds of work after which this thread lets other threads take the GIL: without
 it a thread that wants the GIL waits the interpreter's switch interval (5 ms). With
 the game thread always busy this thread then gets about a sixth of the interpreter."""
+WINDOW = 600
+"""Written groups whose latency :attr:`StoreWriter.latency` keeps."""
 LATE_YIELD_EVERY = 0.005
 """The same while :attr:`StoreWriter.late` (a round has run half its interval): the
 interpreter's own switch interval, so a busy game thread and this one share it."""
+
+
+Base = tuple[int, NpcCapture, CaptureView | None]
+"""A capture the store holds, at its lsn, with its view if one was made."""
 
 
 @dataclass
@@ -70,20 +84,31 @@ class WriteBatch:
     after: Callable[[Store], None] | None = None
     round: int = 0
     since: float | None = None
+    captures_round: bool = False
+    """The batch holds the rest of its round's documents (its metadata follows)."""
 
 
 class StoreWriter:
     """Applies :class:`WriteBatch` es to ``store`` on a daemon thread."""
 
     def __init__(
-        self, store: Store, name: str = "npc-memory", capture: Callable[[str], Capture | None] | None = None
+        self,
+        store: Store,
+        name: str = "npc-memory",
+        capture: Callable[[str], Capture | None] | None = None,
+        wait_idle: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.capture = capture
         """Captures the document of a key on this thread (for batches with ``keys``)."""
+        self.wait_idle = wait_idle
+        """Blocks (releasing the GIL) while the game's tick runs, for a bounded time:
+        this thread then works between ticks and holds the interpreter at most one unit
+        of work into a tick."""
         self.journaled = isinstance(store, JournalStore)
-        self._base: dict[str, tuple[int, NpcCapture]] = {}
-        """The capture last written for each NPC and its lsn (patches apply to it)."""
+        self._base: dict[str, Base] = {}
+        """The capture last written for each NPC, its lsn (patches apply to it) and its
+        view once a diff made it."""
         self._queue: queue.Queue[WriteBatch | None] = queue.Queue()
         self._failures: queue.SimpleQueue[tuple[WriteBatch, Exception]] = queue.SimpleQueue()
         self._submitted = 0  # captures submitted (tick thread only)
@@ -91,20 +116,25 @@ class StoreWriter:
         self.durable_round = 0
         """The last snapshot round whose completing batch is on disk."""
         self.captured_round = 0
-        """The last snapshot round whose documents this thread has captured."""
+        """The last snapshot round whose documents this thread has captured (and
+        written, or failed to)."""
         self.late = False
         """Set by the tick while a round has run half its interval: this thread then
         yields the GIL only as often as the interpreter makes it."""
         self._yielded = time.perf_counter()
         self.bytes_written = 0
         """Journal bytes appended by this writer."""
+        self.latency = SampleWindow(WINDOW)
+        """Seconds per written group (the last ``WINDOW``), appends and fsyncs included."""
+        self.failed_batches = 0
+        """Batches that failed to write, ever."""
         self._thread = threading.Thread(target=self._run, name=f"{name}-store-writer", daemon=True)
         self._thread.start()
 
     def seed(self, key: str, lsn: int, capture: NpcCapture) -> None:
         """Patch ``key``'s next version against ``capture`` (the document the store holds
         at ``lsn``); call before submitting anything."""
-        self._base[key] = (lsn, capture)
+        self._base[key] = (lsn, capture, None)
 
     @property
     def in_flight(self) -> int:
@@ -150,6 +180,7 @@ class StoreWriter:
             try:
                 batch = self._queue.get_nowait() if upkeep else self._queue.get()
             except queue.Empty:
+                self._pause()
                 upkeep = self._maintain()
                 continue
             group = [batch]
@@ -171,13 +202,14 @@ class StoreWriter:
     def _maintain(self) -> bool:
         assert isinstance(self.store, JournalStore)
         try:
-            return self.store.maintain(time.perf_counter() + MAINTENANCE_SLICE)
+            return self.store.maintain(time.perf_counter() + MAINTENANCE_SLICE, self._pause)
         except Exception:  # a checkpoint that fails is retried after the next write
             log.exception("checkpoint of %r failed; the journal keeps everything meanwhile", self.store)
             return False
 
     def _write(self, batches: list[WriteBatch]) -> None:
-        updates: dict[str, tuple[int, NpcCapture] | None] = {}
+        updates: dict[str, Base | None] = {}
+        started = time.perf_counter()
         try:
             if self.journaled:
                 assert isinstance(self.store, JournalStore)
@@ -189,11 +221,17 @@ class StoreWriter:
                     batch.after(self.store)
                 for entry in batch.audit:
                     self.store.append_audit(entry)
+        except OSError as exc:  # a disk error: what can be written is, one document at a time
+            self._forget(batches)
+            if self.journaled:
+                self._write_each(batches, exc)
+            else:
+                self._fail(batches, exc)
         except Exception as exc:  # reported to the tick thread, which retries
-            for batch in batches:
-                for key in (*(c.key for c in batch.captures), *batch.keys, *batch.deletions):
-                    self._base.pop(key, None)
-                self._failures.put((batch, exc))
+            if isinstance(exc, StoreLostError):
+                self._base.clear()  # the store holds nothing this thread wrote
+            self._forget(batches)
+            self._fail(batches, exc)
         else:
             for key, base in updates.items():
                 if base is None:
@@ -202,12 +240,69 @@ class StoreWriter:
                     self._base[key] = base
             self.durable_round = max([self.durable_round, *(b.round for b in batches if b.meta is not None)])
         finally:
+            self.latency.add(time.perf_counter() - started)
             self._written += sum(len(b.captures) + len(b.keys) for b in batches)
-            ended = [b.round for b in batches if b.meta is not None]
+            ended = [b.round for b in batches if b.meta is not None or b.captures_round]
             self.captured_round = max([self.captured_round, *ended])
 
+    def _forget(self, batches: list[WriteBatch]) -> None:
+        """Write the keys of ``batches`` whole next time (what reached the disk is unknown)."""
+        for batch in batches:
+            for key in (*(c.key for c in batch.captures), *batch.keys, *batch.deletions):
+                self._base.pop(key, None)
+
+    def _fail(self, batches: list[WriteBatch], error: Exception) -> None:
+        for batch in batches:
+            self.failed_batches += 1
+            self._failures.put((batch, error))
+
+    def _write_each(self, batches: list[WriteBatch], error: Exception) -> None:
+        """Append each deletion, document and metadata of ``batches`` on its own, after
+        a group failed on a disk error; report what still fails (with its round)."""
+        store = self.store
+        assert isinstance(store, JournalStore)
+        for batch in batches:
+            failed: list[str] = []
+            last = error
+            try:
+                if batch.deletions:
+                    deletions = [Delete(lsn=store.reserve_lsn(), key=key) for key in batch.deletions]
+                    self.bytes_written += store.append(deletions)
+            except Exception as exc:
+                self._fail([batch], exc)
+                continue
+            for capture in self._captures(batch):
+                encoded = encode_capture(capture)
+                lsn = store.reserve_lsn()
+                try:
+                    self.bytes_written += store.append(
+                        [Put(lsn=lsn, key=capture.key, kind=encoded.kind, data=encoded.data)]
+                    )
+                except Exception as exc:
+                    failed.append(capture.key)
+                    last = exc
+                    continue
+                if isinstance(capture, NpcCapture):
+                    self._base[capture.key] = (lsn, capture, None)
+            written_meta = lost = False
+            if batch.meta is not None:
+                try:
+                    self.bytes_written += store.append([MetaRecord(lsn=store.reserve_lsn(), meta=batch.meta)])
+                    written_meta = True
+                except Exception as exc:
+                    last, lost = exc, True
+            try:
+                for entry in batch.audit:
+                    store.append_audit(entry)
+            except Exception as exc:
+                last, lost = exc, True
+            if failed or lost:
+                self._fail([WriteBatch(keys=failed, round=batch.round, since=batch.since)], last)
+            if written_meta:
+                self.durable_round = max(self.durable_round, batch.round)
+
     def _records(
-        self, batches: list[WriteBatch], updates: dict[str, tuple[int, NpcCapture] | None]
+        self, batches: list[WriteBatch], updates: dict[str, Base | None]
     ) -> Iterator[Record]:
         """The journal records of ``batches``, in order (generated while the store
         writes, so encoding and writing interleave)."""
@@ -226,15 +321,16 @@ class StoreWriter:
                     updates[key] = None
                     continue
                 lsn = store.reserve_lsn()
+                view = None
                 if base is None:
                     encoded = encode_capture(capture)
                     yield Put(lsn=lsn, key=key, kind=encoded.kind, data=encoded.data)
                 else:
-                    patch = diff(base[1], capture, lsn=lsn, base_lsn=base[0])
+                    patch, view = diff_viewed(base[1], base[2], capture, lsn=lsn, base_lsn=base[0])
                     if patch is None:
                         continue  # nothing persisted changed: the store holds it already
                     yield patch
-                updates[key] = (lsn, capture)
+                updates[key] = (lsn, capture, view)
             if batch.meta is not None:
                 yield MetaRecord(lsn=store.reserve_lsn(), meta=batch.meta)
 
@@ -253,6 +349,8 @@ class StoreWriter:
                     yield captured
 
     def _pause(self) -> None:
+        if self.wait_idle is not None:
+            self.wait_idle()
         now = time.perf_counter()
         if now - self._yielded >= (LATE_YIELD_EVERY if self.late else YIELD_EVERY):
             time.sleep(0)  # releases the GIL: a waiting thread takes it

@@ -10,10 +10,12 @@ import esper
 
 from npc_memory.clock import GameClock
 from npc_memory.errors import InvalidArgumentError
+from npc_memory.state import TickBudget
 
 DtSource = Callable[[tuple[Any, ...], dict[str, Any]], float | None]
 """Reads the real seconds elapsed this tick from ``esper.process``'s (args, kwargs);
-``None`` when the host passed none."""
+``None`` when the host passed none. The clock checks what it returns: a number (not a
+bool or text) that keeps game time within its range."""
 
 DEFAULT_FIXED_STEP = 1.0 / 60.0
 """Real seconds a tick counts when ``esper.process()`` gets no dt: one frame at 60 fps."""
@@ -21,30 +23,32 @@ DEFAULT_FIXED_STEP = 1.0 / 60.0
 
 def first_positional(args: tuple[Any, ...], kwargs: dict[str, Any]) -> float | None:
     """The default dt source: ``esper.process(dt)``."""
-    return float(args[0]) if args else None
+    return args[0] if args else None  # checked by the clock, never converted
 
 
 def keyword(name: str) -> DtSource:
     """A dt source reading ``esper.process(..., name=dt)``."""
 
     def read(args: tuple[Any, ...], kwargs: dict[str, Any]) -> float | None:
-        value = kwargs.get(name)
-        return None if value is None else float(value)
+        return kwargs.get(name)  # checked by the clock, never converted
 
     return read
 
 
 class ClockSystem(esper.Processor):
-    """Runs first each tick and advances game time by dt × time scale. A tick without a
-    dt counts ``fixed_step`` real seconds; with ``fixed_step=None`` it is an error."""
+    """Runs first each tick, advances game time by dt × time scale and opens the
+    plugin's tick budget. A tick without a dt counts ``fixed_step`` real seconds; with
+    ``fixed_step=None`` it is an error."""
 
     def __init__(
         self,
         clock: GameClock,
         dt_source: DtSource = first_positional,
         fixed_step: float | None = DEFAULT_FIXED_STEP,
+        tick: TickBudget | None = None,
     ) -> None:
         self.clock = clock
+        self.tick = tick
         self.dt_source = dt_source
         self.fixed_step = fixed_step
 
@@ -58,3 +62,5 @@ class ClockSystem(esper.Processor):
                 )
             dt = self.fixed_step
         self.clock.advance_real(dt)
+        if self.tick is not None:
+            self.tick.open()

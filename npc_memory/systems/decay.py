@@ -17,6 +17,7 @@ from typing import Any
 import esper
 
 from npc_memory.clock import GameClock
+from npc_memory.state import TickShare
 
 Pair = tuple[str, str | None]
 
@@ -68,9 +69,9 @@ class PairCursor:
 
 
 class PairMaintenanceSystem(esper.Processor):
-    """Hands at most ``budget`` pairs per tick (stopping early once ``budget_ms`` have
-    passed) to ``handle(npc, player)``, a cycle per interval; ``poll()``, if given,
-    runs first every tick."""
+    """Hands at most ``budget`` pairs per tick (stopping early at its share's deadline)
+    to ``handle(npc, player)``, a cycle per interval; ``poll()``, if given, runs first
+    every tick."""
 
     def __init__(
         self,
@@ -79,13 +80,13 @@ class PairMaintenanceSystem(esper.Processor):
         budget: int,
         interval: float,
         handle: Callable[[str, str | None], None],
+        share: TickShare,
         poll: Callable[[], None] | None = None,
-        budget_ms: float = 1.0,
     ) -> None:
         self.cursor = cursor
         self.clock = clock
         self.budget = budget
-        self.budget_ms = budget_ms
+        self.share = share
         self.interval = interval
         self.handle = handle
         self.poll = poll
@@ -98,7 +99,9 @@ class PairMaintenanceSystem(esper.Processor):
             if now - self.cursor.cycle_started < self.interval:
                 return
             self.cursor.start(now)
-        deadline = time.perf_counter() + self.budget_ms / 1000.0
+        deadline = self.share.deadline()
+        if deadline is None:
+            return
         for done in range(self.budget):
             if done and time.perf_counter() > deadline:
                 return

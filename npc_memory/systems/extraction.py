@@ -8,21 +8,24 @@ from typing import Any
 import esper
 
 from npc_memory.services.conversations import ConversationService
+from npc_memory.state import TickShare
 
 
 class ExtractionSystem(esper.Processor):
     """Each tick: collect finished LLM calls, dispatch at most N queued jobs (to the LLM
-    worker or the rules), apply at most M results, stopping once ``budget_ms``
-    milliseconds have passed (results not applied wait, first in line, for the next
-    tick). Never waits on the network."""
+    worker or the rules), apply at most M results, stopping at its share's deadline
+    (results not applied wait, first in line, for the next tick). Never waits on the
+    network."""
 
-    def __init__(self, conversations: ConversationService, budget_ms: float = 1.0) -> None:
+    def __init__(self, conversations: ConversationService, share: TickShare) -> None:
         self.conversations = conversations
         self.pipeline = conversations.pipeline
-        self.budget_ms = budget_ms
+        self.share = share
 
     def process(self, *args: Any, **kwargs: Any) -> None:
-        deadline = time.perf_counter() + self.budget_ms / 1000.0
+        deadline = self.share.deadline()
+        if deadline is None:
+            return
         results = self.pipeline.tick(deadline)
         for done, result in enumerate(results):
             if done and time.perf_counter() > deadline:

@@ -13,25 +13,28 @@ from typing import Any
 import esper
 
 from npc_memory.services.knowledge import KnowledgeService
+from npc_memory.state import TickShare
 
 
 class GossipSystem(esper.Processor):
     """Each tick: refresh rooms that changed, then attempt at most ``budget`` exchanges
-    (each a :meth:`KnowledgeService.gossip` call); both stop once ``budget_ms``
-    milliseconds have passed (rooms left to refresh wait for the next tick)."""
+    (each a :meth:`KnowledgeService.gossip` call); both stop at its share's deadline
+    (rooms left to refresh wait for the next tick)."""
 
-    def __init__(self, knowledge: KnowledgeService, budget: int, budget_ms: float = 1.0) -> None:
+    def __init__(self, knowledge: KnowledgeService, budget: int, share: TickShare) -> None:
         self.knowledge = knowledge
         self.board = knowledge.board
         self.rng = knowledge.state.rng
         self.budget = budget
-        self.budget_ms = budget_ms
+        self.share = share
         self.exchange = knowledge.gossip
         self.exchanges = 0
         """Exchanges made since install."""
 
     def process(self, *args: Any, **kwargs: Any) -> None:
-        deadline = time.perf_counter() + self.budget_ms / 1000.0
+        deadline = self.share.deadline()
+        if deadline is None:
+            return
         self.board.refresh(deadline)
         made = 0
         for attempt in range(self.budget * 2):  # a failed draw costs an attempt, never more than 2×budget

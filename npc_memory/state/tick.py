@@ -1,0 +1,91 @@
+"""The plugin's share of one tick: a wall-clock budget its systems spend in turn, and a
+flag that tells the store's writer thread when the tick is running.
+
+ClockSystem opens the tick and EventSystem, last, closes it. In between, each budgeted
+system asks its :class:`TickShare` for a deadline: the earlier of its own budget and
+what is left of the tick's. The tick's budget is charged from the first budgeted
+system on (the clock's own work, or the process being descheduled before it, costs
+it nothing). A system that finds the tick's budget spent does no work that tick,
+unless it has gone ``starve_ticks`` ticks without a turn; then it does one unit of
+work, so a system late in the order never starves. A tick then costs at most about
+``tick_ms`` plus one unit of work per system, whatever each system has queued.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+STARVE_TICKS = 4
+"""Ticks a system may be skipped in a row before it does one unit of work anyway."""
+
+CLOSE_TIMEOUT = 0.002
+"""Real seconds the writer waits for a tick to close before it works anyway (a tick
+that raised never closes; a save called from inside a tick must not deadlock)."""
+
+
+class TickBudget:
+    """Wall-clock time (``total_ms`` milliseconds; ``math.inf``: none) the plugin's
+    systems may spend in one tick, and whether a tick is running."""
+
+    def __init__(self, total_ms: float, starve_ticks: int = STARVE_TICKS) -> None:
+        self.total_ms = total_ms
+        self.starve_ticks = starve_ticks
+        self.left = math.inf
+        """Seconds of the running tick's budget not yet charged."""
+        self.charged_to: float | None = None
+        """``time.perf_counter()`` up to which the running tick is charged (``None``:
+        no budgeted system has started yet)."""
+        self.idle = threading.Event()
+        """Set while no tick runs: the store's writer thread works in the game's idle
+        time and holds the interpreter at most one unit of work into a tick."""
+        self.idle.set()
+
+    def open(self) -> None:
+        """A tick starts (ClockSystem)."""
+        self.idle.clear()
+        self.left = self.total_ms / 1000.0
+        self.charged_to = None
+
+    def close(self) -> None:
+        """The tick ended (EventSystem)."""
+        self.left = math.inf
+        self.charged_to = None
+        self.idle.set()
+
+    def wait_idle(self) -> None:
+        """Block the calling (writer) thread until no tick runs, at most ``CLOSE_TIMEOUT``
+        seconds. Waiting releases the interpreter to the game thread."""
+        if not self.idle.is_set():
+            self.idle.wait(CLOSE_TIMEOUT)
+
+    def share(self, own_ms: float) -> TickShare:
+        """A system's share: at most ``own_ms`` milliseconds per tick."""
+        return TickShare(self, own_ms)
+
+
+class TickShare:
+    """One system's part of the tick's budget."""
+
+    def __init__(self, tick: TickBudget, own_ms: float) -> None:
+        self.tick = tick
+        self.own_ms = own_ms
+        self.skipped = 0
+        """Ticks in a row this system found the tick's budget spent."""
+
+    def deadline(self) -> float | None:
+        """``time.perf_counter()`` value at which to stop this tick's work (after at
+        least one unit), or ``None``: the tick's budget is spent, do nothing now."""
+        tick, now = self.tick, time.perf_counter()
+        if tick.charged_to is not None:
+            tick.left -= now - tick.charged_to  # what the systems before this one took
+        tick.charged_to = now
+        if tick.left <= 0.0:
+            if self.skipped < tick.starve_ticks:
+                self.skipped += 1
+                return None
+            self.skipped = 0
+            return now  # starving: one unit of work
+        self.skipped = 0
+        return now + min(self.own_ms / 1000.0, tick.left)
