@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -17,6 +17,9 @@ from npc_memory.errors import NpcMemoryError, PackError, StoreError, UnknownCont
 
 if TYPE_CHECKING:
     from npc_memory.plugin import MemoryPlugin
+    from npc_memory.store import TinyDBStore
+
+T = TypeVar("T")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -287,18 +290,10 @@ def _with_plugin(
     import esper
 
     import npc_memory
-    from npc_memory.store import TinyDBStore
-    from npc_memory.store.tinydb_store import is_store
 
     def run() -> int:
         path = Path(args.db)
-        if not path.is_dir() or not is_store(path):
-            raise StoreError(f"no store at {path}")
-        store = TinyDBStore(path, create=False, read_only=True)
-        try:
-            meta = store.read_meta()
-        finally:
-            store.close()
+        meta = _read_store(path, lambda store: store.read_meta())
         pack = args.pack or (meta.pack if meta is not None and meta.pack in bundled_packs() else "village")
         world = f"npc-memory-{name}-{os.getpid()}"
         plugin = npc_memory.install(world=world, pack=pack, store=path)
@@ -371,19 +366,23 @@ def _clone(args: argparse.Namespace) -> int:
     )
 
 
-def _audit(args: argparse.Namespace) -> int:
+def _read_store(path: Path, read: Callable[[TinyDBStore], T]) -> T:
+    """What ``read`` reads from the store at ``path``, opened read-only."""
     from npc_memory.store import TinyDBStore
     from npc_memory.store.tinydb_store import is_store
 
+    if not path.is_dir() or not is_store(path):
+        raise StoreError(f"no store at {path}")
+    store = TinyDBStore(path, create=False, read_only=True)
+    try:
+        return read(store)
+    finally:
+        store.close()
+
+
+def _audit(args: argparse.Namespace) -> int:
     def run() -> int:
-        path = Path(args.db)
-        if not path.is_dir() or not is_store(path):
-            raise StoreError(f"no store at {path}")
-        store = TinyDBStore(path, create=False, read_only=True)
-        try:
-            readout = store.read_audit()
-        finally:
-            store.close()
+        readout = _read_store(Path(args.db), lambda store: store.read_audit())
         if args.json:
             sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(readout), indent=2) + b"\n")
         else:
