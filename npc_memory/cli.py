@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 import msgspec
 
 from npc_memory.content import bundled_packs, load_pack
-from npc_memory.errors import NpcMemoryError, PackError, StoreError, UnknownContentError
+from npc_memory.errors import InvalidArgumentError, NpcMemoryError, PackError, StoreError, UnknownContentError
 
 if TYPE_CHECKING:
     from npc_memory.plugin import MemoryPlugin
@@ -39,18 +40,36 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    demo = commands.add_parser("demo", help="simulate a village offline and report what NPCs think")
-    demo.add_argument("--days", type=_positive_int, default=7, help="game days to simulate (default 7)")
+    demo = commands.add_parser(
+        "demo", help="simulate a village or a town offline and tell what happened",
+        description="Simulate a world offline (no API key, no server) and tell its story: per game day "
+        "the deeds, rumours, relationship changes, forgetting and habits, then a summary.",
+    )
+    demo.add_argument(
+        "scenario", nargs="?", choices=("village", "town"), default="village",
+        help="village: 8 NPCs, 3 players (default); town: --npcs NPCs in districts, --players players",
+    )
+    demo.add_argument(
+        "--days", type=_positive_int, default=None, help="game days to simulate (default 7; town 30)"
+    )
     demo.add_argument("--seed", type=int, default=7, help="random seed; same seed, same run (default 7)")
     demo.add_argument("--pack", default="village", help="content pack name or TOML path (default village)")
+    demo.add_argument("--npcs", type=_positive_int, default=1000, help="town: NPCs (default 1000)")
+    demo.add_argument("--players", type=_positive_int, default=50, help="town: players (default 50)")
     demo.add_argument(
-        "--db",
-        default="npc-memory-demo.db",
-        metavar="PATH",
-        help="TinyDB store directory the village is saved to (default npc-memory-demo.db)",
+        "--db", default=None, metavar="PATH",
+        help="TinyDB store directory the world is saved to (village default npc-memory-demo.db; "
+        "the town is kept in memory unless given)",
     )
-    demo.add_argument("--memory", action="store_true", help="keep the village in memory only (no store)")
-    demo.add_argument("--resume", action="store_true", help="continue the village saved in --db")
+    demo.add_argument("--memory", action="store_true", help="keep the world in memory only (no store)")
+    demo.add_argument("--resume", action="store_true", help="continue the world saved in --db")
+    demo.add_argument("--quiet", action="store_true", help="print only the summary")
+    demo.add_argument("--json", action="store_true", help="print the story as JSON instead of text")
+    demo.add_argument(
+        "--report", default=None, metavar="DIR",
+        help="write PNG plots and an HTML page there (town default npc-memory-town-report)",
+    )
+    demo.add_argument("--no-report", action="store_true", help="write no report (town)")
     demo.set_defaults(run=_demo)
 
     export = commands.add_parser("export", help="write a store as stable JSON to standard output")
@@ -112,7 +131,7 @@ def _privacy_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     def changing(command: argparse.ArgumentParser) -> None:
         command.add_argument(
             "--actor",
-            default=f"cli:{getpass.getuser()}",
+            default=_default_actor(),
             help="who asks, for the audit log (default cli:<user>)",
         )
         command.add_argument(
@@ -161,15 +180,48 @@ def _positive_int(text: str) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from npc_memory.demo import run_village
+    from npc_memory.demo import run_town, run_village
+    from npc_memory.demo.progress import progress_bar
+    from npc_memory.demo.report import ReportError
 
+    town = args.scenario == "town"
+    days = args.days or (30 if town else 7)
+    db = args.db if args.db is not None or town else "npc-memory-demo.db"
+    report_dir = None if args.no_report else args.report or ("npc-memory-town-report" if town else None)
     try:
-        store = None if args.memory else args.db
-        result = run_village(days=args.days, seed=args.seed, pack=args.pack, store=store, resume=args.resume)
-    except (PackError, UnknownContentError, StoreError) as exc:
+        store = None if args.memory else db
+        if args.resume and store is None:
+            raise StoreError("--resume continues a saved world: give --db PATH (and not --memory)")
+        if report_dir is not None:
+            from npc_memory.demo.report import check_plotting
+
+            check_plotting()
+        bar = None if args.json or args.quiet else progress_bar(args.scenario)
+        if town:
+            result = run_town(
+                days=days, seed=args.seed, npcs=args.npcs, players=args.players, pack=args.pack,
+                store=store, resume=args.resume, progress=bar,
+            )
+        else:
+            result = run_village(
+                days=days, seed=args.seed, pack=args.pack, store=store, resume=args.resume, progress=bar
+            )
+    except (PackError, UnknownContentError, StoreError, InvalidArgumentError, ReportError) as exc:
         print(f"npc-memory demo: {exc}", file=sys.stderr)
         return 1
-    sys.stdout.write(result.report)
+    assert result.story is not None
+    if args.json:
+        json.dump(result.story.to_json(), sys.stdout)
+        sys.stdout.write("\n")
+    elif args.quiet:
+        sys.stdout.write(result.story.text(quiet=True) + result.saved)
+    else:
+        sys.stdout.write(result.report)
+    if report_dir is not None:
+        from npc_memory.demo.report import write_report
+
+        page = write_report(result.story, report_dir)
+        print(f"Report: {page} (open it in a browser)", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 

@@ -40,3 +40,40 @@ def npc_memory_uninstall(world: str) -> None:
 
     npc_memory.uninstall(world)
     esper.delete_world(world)
+
+
+def test_a_village_week_tells_its_story_and_forgetting_shows() -> None:
+    story = run_village(days=7, seed=7).story
+    assert story is not None
+    forgotten = [c for c in story.changes if c.kind == "forgotten"]
+    assert forgotten and all("asked me" in c.content for c in forgotten)  # small talk fades within the week
+    assert story.summary["forgotten"] == len(forgotten)
+    thresholds = [m for m in story.moments if m.kind == "threshold"]
+    assert thresholds and all(m.because for m in thresholds)  # each names the memories behind it
+    text = story.text()
+    assert "How each NPC regards each player" in text and "What Hilda remembers best" in text
+    assert [c.day for c in story.census] == list(range(1, 8))
+
+
+def test_the_town_runs_at_its_default_size() -> None:
+    from npc_memory.demo import run_town
+
+    story = run_town(days=1).story
+    assert story is not None
+    assert story.headline == "npc-memory demo: town, 1000 NPCs in 10 districts, 50 players"
+    assert len(story.names) == 1050 and len(set(story.names.values())) == 1050
+    assert story.deeds and story.summary["rumours_heard"] > 0
+    assert set(story.tick_ms) >= {"GossipSystem", "DecaySystem", "ConsolidationSystem", "ExtractionSystem"}
+    assert all(len(per_tick) == 24 for per_tick in story.tick_ms.values())
+
+
+def test_a_trajectory_keeps_its_samples_aligned_across_a_gap() -> None:
+    from array import array
+
+    from npc_memory.demo.story import Story, Trajectory
+
+    story = Story(headline="h", seed=1, first_day=1, days=1, styles={}, names={}, sample_days=[0.0, 0.25, 0.5, 0.75])
+    track = Trajectory(1, array("f", [0.5]))
+    track.follow(3, -0.25)  # sample 2 was missed: the pair was let go of, then met again
+    story.trajectories["n/p"] = track
+    assert story.trajectory("n/p") == [(0.25, 0.5), (0.5, 0.5), (0.75, -0.25)]

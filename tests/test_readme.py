@@ -1,15 +1,45 @@
-"""The README's promises: its first commands, and its quickstart, run as written."""
+"""The README's promises: its first commands, and every Python block, run as written.
+
+The Quickstart runs alone, twice in a row (it keeps nothing between runs). The block
+that starts with ``# Setup shared by the examples below`` runs before each later block,
+in a fresh esper state, with the Anthropic SDK pointed at the local fake Messages API.
+A line ending in ``# prints: TEXT`` must print exactly TEXT.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from pathlib import Path
 
 import pytest
 
+from .conftest import reset_esper
+from .fake_anthropic import FakeMessagesAPI
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+DEMO_README = (ROOT / "demo" / "README.md").read_text()
 TEST_COMMAND = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && pytest"
+SETUP_MARK = "# Setup shared by the examples below"
+
+
+def python_blocks(text: str) -> list[tuple[int, str]]:
+    """Each Python block with the line it starts on."""
+    return [
+        (text[: m.start()].count("\n") + 2, m.group(1))
+        for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M)
+    ]
+
+
+BLOCKS = python_blocks(README)
+QUICKSTART = next((line, code) for line, code in BLOCKS if "## Quickstart" in README.split(code)[0][-40:])
+SETUP = next(code for _, code in BLOCKS if code.startswith(SETUP_MARK))
+EXAMPLES = [
+    (line, code) for line, code in BLOCKS if code is not SETUP and code is not QUICKSTART[1]
+]
+PRINTS = re.compile(r"#\s*prints:\s?(.*)$")
 
 
 def test_first_lines_give_the_demo_and_test_commands() -> None:
@@ -18,16 +48,78 @@ def test_first_lines_give_the_demo_and_test_commands() -> None:
     assert any(line.strip() == TEST_COMMAND for line in head)
 
 
+def test_the_first_command_installs_the_demo_extra_and_runs_both_scenarios() -> None:
+    first = next(line for line in README.splitlines()[:10] if "npc-memory demo" in line)
+    assert "pip install '.[demo]'" in first
+    assert "npc-memory demo &&" in first and first.rstrip().endswith("npc-memory demo town")
+
+
 def test_ci_runs_the_readme_test_command_verbatim() -> None:
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert TEST_COMMAND in ci
 
 
-def test_quickstart_runs_exactly_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # it saves to ./village.db
-    match = re.search(r"## Quickstart\n\n```python\n(.*?)```", README, re.S)
-    assert match, "README has no Quickstart python block"
-    code = match.group(1)
-    assert len(code.strip().splitlines()) <= 30
-    exec(compile(code, "README.md quickstart", "exec"), {"__name__": "quickstart"})
-    assert (tmp_path / "village.db" / "meta.json").exists()
+def test_every_python_block_is_run_here() -> None:
+    assert len(BLOCKS) >= 13
+    assert len(EXAMPLES) == len(BLOCKS) - 2  # the Quickstart, the setup, and each example
+
+
+def expected_prints(code: str) -> list[str]:
+    return [match.group(1).rstrip() for line in code.splitlines() if (match := PRINTS.search(line))]
+
+
+def run_block(code: str, name: str, namespace: dict[str, object]) -> list[str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, name, "exec"), namespace)
+    return out.getvalue().splitlines()
+
+
+@pytest.fixture
+def fake_claude(
+    api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> FakeMessagesAPI:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-readme-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "no-anthropic-config"))
+    monkeypatch.chdir(tmp_path)  # anything a block writes by a relative path lands here
+    return api
+
+
+def test_quickstart_runs_as_written_and_again(fake_claude: FakeMessagesAPI) -> None:
+    line, code = QUICKSTART
+    assert len(code.strip().splitlines()) <= 34  # a quick start stays short
+    for _ in range(2):  # a second run starts afresh: nothing is left over from the first
+        reset_esper()
+        printed = run_block(code, f"README.md:{line} (Quickstart)", {"__name__": "quickstart"})
+        assert printed == expected_prints(code)
+
+
+@pytest.mark.parametrize(("line", "code"), EXAMPLES, ids=[f"README.md:{line}" for line, _ in EXAMPLES])
+def test_each_example_runs_after_the_setup(fake_claude: FakeMessagesAPI, line: int, code: str) -> None:
+    for _ in range(2):  # twice: a second run is not disturbed by the first
+        reset_esper()
+        namespace: dict[str, object] = {"__name__": "readme"}
+        run_block(SETUP, "README.md (setup)", namespace)
+        printed = run_block(code, f"README.md:{line}", namespace)
+        assert printed == expected_prints(code)
+    assert not list(Path.cwd().iterdir()), "a README example wrote into the working directory"
+
+
+@pytest.mark.parametrize(
+    ("line", "code"), python_blocks(DEMO_README), ids=[f"demo/README.md:{n}" for n, _ in python_blocks(DEMO_README)]
+)
+def test_the_demo_readme_blocks_run_alone(fake_claude: FakeMessagesAPI, line: int, code: str) -> None:
+    for _ in range(2):
+        reset_esper()
+        printed = run_block(code, f"demo/README.md:{line}", {"__name__": "demo_readme"})
+        assert printed == expected_prints(code)
+
+
+def test_the_demo_readme_shows_a_picture_from_the_report() -> None:
+    pictures = re.findall(r"!\[[^\]]+\]\(([^)]+\.png)\)", DEMO_README)
+    assert pictures
+    for picture in pictures:
+        data = (ROOT / "demo" / picture).read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+    assert "How to read it" in DEMO_README
