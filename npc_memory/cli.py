@@ -73,11 +73,18 @@ def _parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo)
 
     export = commands.add_parser("export", help="write a store as stable JSON to standard output")
-    export.add_argument("--db", required=True, metavar="PATH", help="store directory")
+    export.add_argument(
+        "--db", required=True, metavar="PATH_OR_URL", help="store directory or postgresql:// URL"
+    )
+    export.add_argument("--world", metavar="NAME", help="the world to export from a PostgreSQL store")
     export.set_defaults(run=_export)
 
     load = commands.add_parser("import", help="load an export into a store")
-    load.add_argument("--db", required=True, metavar="PATH", help="store directory (created if missing)")
+    load.add_argument(
+        "--db", required=True, metavar="PATH_OR_URL",
+        help="store directory (created if missing) or postgresql:// URL",
+    )
+    load.add_argument("--world", metavar="NAME", help="the world to import into a PostgreSQL store")
     load.add_argument("file", nargs="?", default="-", help="export file (default: standard input)")
     mode = load.add_mutually_exclusive_group()
     mode.add_argument("--merge", action="store_true", help="overwrite documents with the same keys")
@@ -107,6 +114,20 @@ def _parser() -> argparse.ArgumentParser:
     inspect.set_defaults(run=_inspect)
 
     _privacy_commands(commands)
+
+    migrate = commands.add_parser(
+        "migrate", help="copy a world from one store to another (TinyDB or PostgreSQL)"
+    )
+    migrate.add_argument("--from", dest="source", required=True, metavar="PATH_OR_URL", help="store to copy")
+    migrate.add_argument(
+        "--to", dest="target", required=True, metavar="PATH_OR_URL",
+        help="empty store to copy into: a directory (created if missing) or a postgresql:// URL",
+    )
+    migrate.add_argument(
+        "--world", metavar="NAME",
+        help="the world's name in a PostgreSQL store (default: the name the source's metadata gives)",
+    )
+    migrate.set_defaults(run=_migrate)
 
     pack = commands.add_parser("pack", help="content pack tools")
     pack_commands = pack.add_subparsers(dest="pack_command", metavar="ACTION", required=True)
@@ -242,7 +263,7 @@ def _export(args: argparse.Namespace) -> int:
     from npc_memory.store.tools import export_store
 
     def run() -> int:
-        sys.stdout.buffer.write(export_store(args.db))
+        sys.stdout.buffer.write(export_store(args.db, world=args.world))
         return 0
 
     return _store_command("export", args.db, run)
@@ -250,6 +271,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     from npc_memory.store.tools import ImportMode, import_store
+    from npc_memory.store.transfer import describe
 
     def run() -> int:
         if args.file == "-":
@@ -260,8 +282,8 @@ def _import(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise StoreError(f"cannot read {args.file}: {exc}") from exc
         mode: ImportMode = "merge" if args.merge else "replace" if args.replace else "new"
-        count = import_store(args.db, data, mode=mode, source=source, actor=args.actor)
-        print(f"imported {count} documents into {args.db}")
+        count = import_store(args.db, data, mode=mode, source=source, world=args.world, actor=args.actor)
+        print(f"imported {count} documents into {describe(args.db)}")
         return 0
 
     return _store_command("import", args.db, run)
@@ -451,6 +473,22 @@ def _audit(args: argparse.Namespace) -> int:
         return 1 if readout.problems else 0
 
     return _store_command("audit", args.db, run)
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from npc_memory.store.tinydb_store import check_unlocked
+    from npc_memory.store.transfer import describe, migrate_store
+
+    def run() -> int:
+        check_unlocked(args.target)  # the source is checked as the command's store
+        report = migrate_store(args.source, args.target, world=args.world)
+        print(
+            f"migrated world {report.world!r}: {report.documents} documents and {report.audit_entries} "
+            f"audit entries from {describe(args.source)} to {describe(args.target)}"
+        )
+        return 0
+
+    return _store_command("migrate", args.source, run)
 
 
 def _pack_validate(args: argparse.Namespace) -> int:

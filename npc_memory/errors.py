@@ -130,3 +130,17 @@ class StoreOwnershipError(StoreError):
 
 class StoreVersionError(StoreError):
     """The store was written by a newer, unknown schema version."""
+
+
+class StoreConflictError(StoreError):
+    """A write was refused because another game server changed, created, deleted or
+    owns the document (``key``) since this one read it; nothing of that write applied."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key = key
+        self.problem = problem
+        super().__init__(f"stored document {key!r}: {problem}")
+
+
+class StoreOwnedError(StoreConflictError):
+    """The document is owned by another live game server sharing the store."""

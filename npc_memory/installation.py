@@ -24,6 +24,7 @@ from npc_memory.rules.validation import MAX_KEY_CHARS, check_flag, check_positiv
 from npc_memory.state import ErrorPolicy, EventBus, EventQueue, Registry, WorldState
 from npc_memory.store import MigrationContext, Store, TinyDBStore
 from npc_memory.store.documents import unpack_rng_state
+from npc_memory.store.transfer import is_url
 from npc_memory.systems import DEFAULT_FIXED_STEP, PRIORITY_BASE, DtSource, first_positional, keyword
 
 if TYPE_CHECKING:
@@ -55,8 +56,10 @@ def install(
 
     ``pack`` is a bundled pack name, a path to a TOML pack or a loaded :class:`Pack`.
     ``store`` persists the world: a directory path (a :class:`TinyDBStore`, created if
-    missing), any :class:`Store` (the plugin takes ownership and closes it), or ``None``
-    to keep everything in memory. A store's saved clock and random state are restored,
+    missing), a ``postgresql://`` URL (a :class:`~npc_memory.store.postgres.PostgresStore`
+    holding this world under its name; needs the ``postgres`` extra), any
+    :class:`Store` (the plugin takes ownership and closes it), or ``None`` to keep
+    everything in memory. A store's saved clock and random state are restored,
     and each saved NPC or player is restored when its key is added again.
     ``llm`` turns on LLM extraction (an :class:`AnthropicExtractor`); without it,
     conversations are extracted by the rule-based extractor, offline.
@@ -104,7 +107,7 @@ def install(
     loaded = pack if isinstance(pack, Pack) else load_pack(pack)
     dt_source = _dt_source(dt)
     clock = GameClock(start=check_number("start_time", start_time), time_scale=time_scale)
-    backend = _open_store(store, loaded)
+    backend = _open_store(store, loaded, name)
     pipeline: ExtractionPipeline | None = None
     try:
         contents = backend.load() if backend is not None else None
@@ -175,9 +178,14 @@ def _checked_llm(llm: AnthropicExtractor | None) -> AnthropicExtractor | None:
     return llm
 
 
-def _open_store(store: str | os.PathLike[str] | Store | None, pack: Pack) -> Store | None:
+def _open_store(store: str | os.PathLike[str] | Store | None, pack: Pack, world: str) -> Store | None:
     if store is None:
         return None
+    if isinstance(store, str) and is_url(store):
+        from npc_memory.store.postgres import PostgresStore  # needs the optional 'postgres' extra
+
+        migration = MigrationContext(thresholds=pack.relationships.thresholds)
+        return PostgresStore(store, world=world, migration=migration)
     if isinstance(store, (str, os.PathLike)):
         return TinyDBStore(store, migration=MigrationContext(thresholds=pack.relationships.thresholds))
     if isinstance(store, Store):

@@ -62,12 +62,17 @@ def main(db: str, capture: str) -> None:
     data["memory"].update(episodic_cap=5)
     store = MarkedStore(db, checkpoint_bytes=CHECKPOINT_BYTES)
     plugin = npc_memory.install(world="crash", pack=validate_pack(data), store=store, seed=1)
-    service = plugin._persistence
     say("ready")
+    play(plugin, "crash")
+
+
+def play(plugin: npc_memory.MemoryPlugin, world: str) -> None:
+    """Add the NPCs and alice, then play steps until killed, printing the promises."""
+    service = plugin._persistence
     for i in range(NPCS):
         plugin.add_npc(key=f"npc{i:02d}")
     plugin.add_player(key="alice")
-    esper.switch_world("crash")
+    esper.switch_world(world)
     started: dict[int, int] = {}  # snapshot round -> the step every NPC had reached when it began
     step = 0
     while True:
@@ -86,6 +91,7 @@ def main(db: str, capture: str) -> None:
         esper.process(1.0)
         if service.snapshots != before:
             started[service.snapshots] = done
+        assert service.writer is not None
         durable = service.writer.durable_round
         for number in [r for r in started if r <= durable]:
             say(f"round {started.pop(number)}")

@@ -3,7 +3,8 @@
 The Quickstart runs alone, twice in a row (it keeps nothing between runs). The block
 that starts with ``# Setup shared by the examples below`` runs before each later block,
 in a fresh esper state, with the Anthropic SDK pointed at the local fake Messages API.
-A line ending in ``# prints: TEXT`` must print exactly TEXT.
+A line ending in ``# prints: TEXT`` must print exactly TEXT. The PostgreSQL example needs
+a server: tests/test_postgres.py runs it as written against a fresh database.
 """
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
 BLOCKS = python_blocks(README)
 QUICKSTART = next((line, code) for line, code in BLOCKS if "## Quickstart" in README.split(code)[0][-40:])
 SETUP = next(code for _, code in BLOCKS if code.startswith(SETUP_MARK))
+SERVER_BLOCKS = [code for _, code in BLOCKS if "NPC_MEMORY_TEST_PG" in code]
 EXAMPLES = [
-    (line, code) for line, code in BLOCKS if code is not SETUP and code is not QUICKSTART[1]
+    (line, code)
+    for line, code in BLOCKS
+    if code is not SETUP and code is not QUICKSTART[1] and code not in SERVER_BLOCKS
 ]
 PRINTS = re.compile(r"#\s*prints:\s?(.*)$")
 
@@ -61,7 +65,8 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 def test_every_python_block_is_run_here() -> None:
     assert len(BLOCKS) >= 13
-    assert len(EXAMPLES) == len(BLOCKS) - 2  # the Quickstart, the setup, and each example
+    assert len(SERVER_BLOCKS) == 1  # run by tests/test_postgres.py
+    assert len(EXAMPLES) == len(BLOCKS) - 3  # the Quickstart, the setup, the server's, and each example
 
 
 def expected_prints(code: str) -> list[str]:

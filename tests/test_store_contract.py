@@ -27,8 +27,19 @@ from npc_memory.store import (
     encode_document,
 )
 from npc_memory.store.documents import pack_rng_state
+from tests.postgres import new_world, pg_url
 
-BACKENDS: dict[str, Callable[[Path], Store]] = {"tinydb": lambda path: TinyDBStore(path / "store.db")}
+
+def _postgres(_: Path) -> Store:
+    from npc_memory.store.postgres import PostgresStore
+
+    return PostgresStore(pg_url(), world=new_world())
+
+
+BACKENDS: dict[str, Callable[[Path], Store]] = {
+    "tinydb": lambda path: TinyDBStore(path / "store.db"),
+    "postgres": _postgres,
+}
 
 
 @pytest.fixture(params=sorted(BACKENDS))

@@ -53,6 +53,7 @@ from npc_memory.store import (
     JournalStore,
     NpcDocument,
     PlayerDocument,
+    SharedStore,
     Store,
     StoreMeta,
 )
@@ -142,6 +143,8 @@ class PersistenceService:
         self.pipeline = pipeline
         self.excluded: Callable[[ExtractionJob], bool] = lambda job: False
         """Jobs the metadata must not keep (about or naming a forgotten player)."""
+        self.shared = store if isinstance(store, SharedStore) else None
+        """The store again where game servers share it (they claim what they add)."""
         self.snapshots = snapshots
         """Snapshot rounds numbered over the store's life (the last one started)."""
         self.rounds_completed = 0
@@ -213,10 +216,24 @@ class PersistenceService:
 
     def keep(self, handle: Handle) -> None:
         """``handle`` leaves the live world: keep its document as stored, to restore it
-        if its key is added again (and persist it with the next snapshot)."""
+        if its key is added again (and persist it with the next snapshot, which gives
+        it up to other game servers sharing the store)."""
         key = handle.identity.key
         self.state.stored[key] = document_of(handle, self.state.clock.now)
         self.state.mark(key)
+        if self.shared is not None:
+            self.shared.release_on_write(key)
+
+    def claim(self, key: str, kind: type[Document]) -> None:
+        """With a store shared by game servers: own ``key`` and take its document as
+        the store holds it now (another server may have changed it since loading)."""
+        if self.shared is None:
+            return
+        document = self.shared.claim(key, "npc" if kind is NpcDocument else "player")
+        if document is None:
+            self.state.stored.pop(key, None)
+        else:
+            self.state.stored[key] = document
 
     def forget(self, key: str, actor: str = "plugin") -> None:
         """Delete ``key``'s document, live or stored, from memory and the store."""

@@ -80,6 +80,8 @@ class PopulationService:
         """Make ``entity`` an NPC: attach its components (restored from the store when it
         holds ``key``), learn the pack's authored facts for it."""
         pack = self.state.pack
+        self.saved(key, NpcDocument)
+        self.persistence.claim(key, NpcDocument)
         saved = self.saved(key, NpcDocument)
         display = name if name is not None else (saved.name if saved is not None else key)
         if saved is not None:
@@ -131,6 +133,8 @@ class PopulationService:
         anonymous: bool | None,
     ) -> PlayerHandle:
         """Make ``entity`` a player (restored from the store when it holds ``key``)."""
+        self.saved(key, PlayerDocument)
+        self.persistence.claim(key, PlayerDocument)
         saved = self.saved(key, PlayerDocument)
         display = name if name is not None else (saved.name if saved is not None else key)
         if saved is not None:

@@ -2,11 +2,22 @@
 
 ``TinyDBStore`` (a directory of TinyDB databases and a journal) is the default
 backend; any object following the :class:`Store` protocol can take its place (one
-following :class:`JournalStore` also gets patches and one fsync per batch).
+following :class:`JournalStore` also gets patches and one fsync per batch). The
+PostgreSQL store, :class:`npc_memory.store.postgres.PostgresStore` (the ``postgres``
+extra), is a :class:`SharedStore`: several game servers share a world, each owning the
+NPCs and players it added.
 """
 
 from npc_memory.store.audit import AuditProblem, AuditReadout
-from npc_memory.store.base import JournalStore, PendingForget, PrivacyStore, PurgeReport, Store, StoreContents
+from npc_memory.store.base import (
+    JournalStore,
+    PendingForget,
+    PrivacyStore,
+    PurgeReport,
+    SharedStore,
+    Store,
+    StoreContents,
+)
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -35,6 +46,7 @@ __all__ = [
     "PlayerDocument",
     "PrivacyStore",
     "PurgeReport",
+    "SharedStore",
     "Store",
     "StoreContents",
     "StoreMeta",

@@ -129,3 +129,19 @@ class JournalStore(Store, Protocol):
     def versions(self) -> Mapping[str, int]:
         """The lsn of each document as the last ``load`` returned it (empty before)."""
         ...
+
+
+@runtime_checkable
+class SharedStore(Store, Protocol):
+    """A store several game servers share, each owning the documents it claimed
+    (see :mod:`npc_memory.store.postgres`): an NPC or player is claimed when it is
+    added and given up with the write that follows its removal."""
+
+    def claim(self, key: str, kind: str) -> Document | None:
+        """Own ``key`` (of ``kind``: "npc" or "player") and return its document as
+        stored now, or ``None``; raises ``StoreOwnedError`` if another server owns it."""
+        ...
+
+    def release_on_write(self, key: str) -> None:
+        """Give up ``key`` with its next write."""
+        ...

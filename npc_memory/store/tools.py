@@ -18,6 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from npc_memory.errors import StoreCorruptError, StoreError, StoreVersionError
+from npc_memory.store.base import PrivacyStore
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -39,6 +40,7 @@ from npc_memory.store.tinydb_store import (
     is_store,
     store_files,
 )
+from npc_memory.store.transfer import describe, open_store, read_store
 
 EXPORT_FORMAT = "npc-memory-export"
 
@@ -57,13 +59,13 @@ class ExportFile(msgspec.Struct, kw_only=True):
 _export_encoder = msgspec.json.Encoder(order="deterministic")
 
 
-def export_store(path: str | os.PathLike[str]) -> bytes:
-    """The whole store at ``path`` as export JSON (indented, newline-terminated). A
-    store whose forgetting of a player was interrupted is refused until it is finished
-    (the export would still hold the player)."""
-    store = TinyDBStore(path, create=False, read_only=True)
+def export_store(path: str | os.PathLike[str], *, world: str | None = None) -> bytes:
+    """The whole store at ``path`` (or world ``world`` of a PostgreSQL URL) as export
+    JSON (indented, newline-terminated). A store whose forgetting of a player was
+    interrupted is refused until it is finished (the export would still hold the player)."""
+    store = open_store(path, world=world, create=False)
     try:
-        if store.pending_forgets():
+        if isinstance(store, PrivacyStore) and store.pending_forgets():
             raise StoreError(
                 f"store {path} has a player's forgetting still to finish (it was interrupted); "
                 "run 'npc-memory forget --db PATH --resume' (or install the plugin on it) first"
@@ -127,20 +129,21 @@ def import_store(
     *,
     mode: ImportMode = "new",
     source: str = "<export>",
+    world: str | None = None,
     actor: str = "",
 ) -> int:
     """Load export ``data`` into the store at ``path`` (created if missing); returns the
     number of documents written. ``mode``: ``new`` refuses a store that already holds
     documents, ``merge`` overwrites documents with the same keys, ``replace`` also
     deletes documents the export does not contain. The export is fully validated
-    before anything is written."""
+    before anything is written. A PostgreSQL URL names world ``world``."""
     export = parse_export(data, source=source)
-    store = TinyDBStore(path)
+    store = open_store(path, world=world)
     try:
         existing = set(store.load().documents)
         if mode == "new" and existing:
             raise StoreError(
-                f"store {path} already holds {len(existing)} documents; use --merge or --replace"
+                f"store {describe(path)} already holds {len(existing)} documents; use --merge or --replace"
             )
         store.write([encode_document(d) for d in export.documents])
         stale = sorted(existing - {d.key for d in export.documents}) if mode == "replace" else []
@@ -148,10 +151,11 @@ def import_store(
             store.delete(stale)
         if export.meta is not None:
             store.write_meta(export.meta)
-        store.checkpoint()  # the document files hold the import, not just the journal
+        if isinstance(store, TinyDBStore):
+            store.checkpoint()  # the document files hold the import, not just the journal
         store.append_audit(
             _audit(
-                "import", str(path), actor, mode=mode, source=source,
+                "import", describe(path), actor, mode=mode, source=source,
                 written=len(export.documents), deleted=len(stale),
             )
         )
@@ -474,12 +478,7 @@ def store_stats(path: str | os.PathLike[str]) -> StoreStats:
 
 def inspect_store(path: str | os.PathLike[str], npc: str | None = None) -> str:
     """A readable summary of the store, or of one NPC's memories and relationships."""
-    store = TinyDBStore(path, create=False, read_only=True)
-    try:
-        contents = store.load()
-        audit = store.audit()
-    finally:
-        store.close()
+    contents, audit = read_store(path)
     meta = contents.meta or StoreMeta()
     lines = [
         f"store {path}: world {meta.world!r}, pack {meta.pack!r}, schema {meta.schema_version}, "

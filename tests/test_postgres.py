@@ -1,0 +1,396 @@
+"""The PostgreSQL store against a real server: the plugin on it, optimistic
+concurrency, ownership of documents, dropped connections. (The store contract itself
+runs in test_store_contract.py; several processes in test_postgres_processes.py.)"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import npc_memory
+from npc_memory.errors import StoreConflictError, StoreError, StoreOwnedError, StoreVersionError
+from npc_memory.store import AuditEntry, NpcDocument, SharedStore, StoreMeta, encode_document
+from npc_memory.store.postgres import STORE_SCHEMA, UPGRADES, PostgresStore
+from tests.postgres import fresh_database, new_world, pg_url, restart_server, wait_until_free
+from tests.test_store_contract import npc, player
+
+
+@pytest.fixture
+def url() -> str:
+    return pg_url()
+
+
+@pytest.fixture
+def world() -> str:
+    return new_world()
+
+
+@pytest.fixture
+def stores(url: str, world: str) -> Iterator[list[PostgresStore]]:
+    """Open stores on one world (two game servers), closed after the test."""
+    opened: list[PostgresStore] = []
+    yield opened
+    for store in opened:
+        store.close()
+
+
+def open_store(stores: list[PostgresStore], url: str, world: str, **options: object) -> PostgresStore:
+    store = PostgresStore(url, world=world, **options)  # type: ignore[arg-type]
+    stores.append(store)
+    return store
+
+
+def test_is_a_shared_store(stores: list[PostgresStore], url: str, world: str) -> None:
+    assert isinstance(open_store(stores, url, world), SharedStore)
+
+
+def test_plugin_round_trips_a_world_through_postgres(url: str, world: str) -> None:
+    plugin = npc_memory.install(world=world, store=url, seed=7)
+    try:
+        plugin.add_npc(key="hilda", archetype="blacksmith")
+        plugin.add_player(key="alice", consent=True)
+        plugin.remember("hilda", "alice", "alice paid for the sword in gold")
+        plugin.record_interaction("hilda", "alice")
+    finally:
+        npc_memory.uninstall(world)
+    plugin = npc_memory.install(world=world, store=url, seed=7)
+    try:
+        assert plugin.stored_npcs() == ["hilda"] and plugin.stored_players() == ["alice"]
+        plugin.add_npc(key="hilda")
+        plugin.add_player(key="alice")
+        assert [m.content for m in plugin.memories("hilda", "alice")] == ["alice paid for the sword in gold"]
+        assert plugin.relationship("hilda", "alice").interaction_count == 1
+    finally:
+        npc_memory.uninstall(world)
+
+
+def test_forgetting_deletes_the_row_and_is_audited(url: str, world: str) -> None:
+    plugin = npc_memory.install(world=world, store=url)
+    try:
+        plugin.add_player(key="alice", consent=True)
+        plugin.add_npc(key="hilda")
+        plugin.save()
+        plugin.remove("alice", forget=True)
+        plugin.save()
+    finally:
+        npc_memory.uninstall(world)
+    with psycopg.connect(url) as admin:
+        rows = admin.execute("SELECT key FROM npc_memory_documents WHERE world = %s ORDER BY key", (world,)).fetchall()
+    assert rows == [("hilda",)]
+    store = PostgresStore(url, world=world)
+    try:
+        assert [(e.action, e.target) for e in store.audit()] == [("forget", "alice")]
+    finally:
+        store.close()
+
+
+def test_the_readme_example_runs_as_written(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    match = re.search(r"## Running on PostgreSQL\n.*?```python\n(.*?)```", readme, re.S)
+    assert match, "README has no PostgreSQL example"
+    with fresh_database(url) as database:
+        monkeypatch.setenv("NPC_MEMORY_TEST_PG", database)
+        exec(compile(match.group(1), "README.md PostgreSQL", "exec"), {"os": os, "npc_memory": npc_memory})
+        store = PostgresStore(database, world="village")
+        try:
+            hilda = store.load().documents["hilda"]
+            assert isinstance(hilda, NpcDocument)
+            assert [m.content for m in hilda.bank.world.episodic] == ["the well ran dry"]
+            assert store.owner_of("hilda") is None
+        finally:
+            store.close()
+
+
+def test_worlds_and_servers_are_kept_apart(stores: list[PostgresStore], url: str, world: str) -> None:
+    village = open_store(stores, url, world, server="north")
+    other = open_store(stores, url, new_world())
+    village.write([encode_document(npc("hilda"))], StoreMeta(world="village", clock=5.0))
+    assert other.load().documents == {} and other.read_meta() is None
+    south = open_store(stores, url, world, server="south")
+    contents = south.load()
+    assert list(contents.documents) == ["hilda"] and contents.meta is None  # metadata is per server
+    assert village.read_meta() == StoreMeta(world="village", clock=5.0)
+
+
+def test_a_write_over_a_newer_version_is_refused_naming_the_document(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    first = open_store(stores, url, world)
+    first.write([encode_document(npc("hilda", trust=0.1))])
+    first.close()
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    a.load()
+    b.load()
+    b.write([encode_document(npc("hilda", trust=0.9))])
+    b.close()  # b's ownership ends; its change stays
+    with pytest.raises(
+        StoreConflictError, match=r"'hilda'.*at version 2 but this server read version 1"
+    ) as caught:
+        a.write(
+            [encode_document(npc("hilda", trust=0.5)), encode_document(npc("brandt"))], StoreMeta(world="w")
+        )
+    assert caught.value.key == "hilda"
+    check = open_store(stores, url, world)
+    contents = check.load()
+    assert contents.documents == {"hilda": npc("hilda", trust=0.9)}  # nothing of a's write applied
+    assert contents.meta is None
+
+
+def test_a_document_created_meanwhile_elsewhere_is_not_overwritten(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    a.load()
+    b.load()
+    b.write([encode_document(npc("hilda", trust=0.9))])
+    b.close()
+    with pytest.raises(StoreConflictError, match="another game server created it"):
+        a.write([encode_document(npc("hilda", trust=0.1))])
+
+
+def test_a_claimed_document_is_refused_to_other_servers_until_released(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    a.write([encode_document(npc("hilda", trust=0.2))])
+    assert a.claim("hilda", "npc") == npc("hilda", trust=0.2)
+    with pytest.raises(
+        StoreOwnedError, match=rf"'hilda'.*owned by another game server \(session {a.session}\)"
+    ):
+        b.claim("hilda", "npc")
+    with pytest.raises(StoreOwnedError):
+        b.delete(["hilda"])
+    a.release_on_write("hilda")
+    a.write([encode_document(npc("hilda", trust=0.7))])  # the last write gives it up
+    assert a.owner_of("hilda") is None
+    assert b.claim("hilda", "npc") == npc("hilda", trust=0.7)  # read fresh, not as b loaded it
+    assert b.owner_of("hilda") == b.session
+    b.write([encode_document(npc("hilda", trust=0.8))])
+    with pytest.raises(StoreOwnedError):
+        a.claim("hilda", "npc")
+
+
+def test_a_claim_does_not_wait_for_a_write_in_progress(stores: list[PostgresStore], url: str, world: str) -> None:
+    """``add_npc`` on the game thread claims while the writer thread may be mid-round."""
+    store = open_store(stores, url, world)
+    store.write([encode_document(npc("hilda")), encode_document(npc("brandt"))])
+    with psycopg.connect(url) as blocker:  # holds hilda's row: the next write of her waits
+        blocker.execute("SELECT 1 FROM npc_memory_documents WHERE world = %s AND key = 'hilda' FOR UPDATE", (world,))
+        writer = threading.Thread(target=store.write, args=([encode_document(npc("hilda", trust=0.9))],))
+        writer.start()
+        with psycopg.connect(url, autocommit=True) as watcher:
+            while not watcher.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()[0]:  # type: ignore[index]
+                assert writer.is_alive()
+                time.sleep(0.01)
+        assert store.claim("brandt", "npc") == npc("brandt")  # answered while the write waits
+        assert writer.is_alive()
+        blocker.rollback()
+    writer.join()
+    assert open_store(stores, url, world).load().documents["hilda"] == npc("hilda", trust=0.9)
+
+
+def test_claiming_a_new_key_reserves_it(stores: list[PostgresStore], url: str, world: str) -> None:
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    assert a.claim("newcomer", "npc") is None
+    with pytest.raises(StoreOwnedError):
+        b.claim("newcomer", "npc")
+    assert a.load().documents == {}  # a reservation is no document
+    a.write([encode_document(npc("newcomer"))])
+    assert list(b.load().documents) == ["newcomer"]
+    a.close()
+    with pytest.raises(StoreConflictError, match="stored as a document of kind 'npc', not 'player'"):
+        open_store(stores, url, world).claim("newcomer", "player")
+
+
+def test_closing_gives_up_ownership_and_reservations(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    a.write([encode_document(npc("hilda")), encode_document(player("alice"))])
+    a.claim("reserved", "npc")
+    a.close()
+    assert b.claim("hilda", "npc") == npc("hilda") and b.claim("alice", "player") == player("alice")
+    assert b.claim("reserved", "npc") is None
+
+
+def test_a_dead_connection_owns_nothing(stores: list[PostgresStore], url: str, world: str) -> None:
+    a, b = open_store(stores, url, world), open_store(stores, url, world)
+    a.write([encode_document(npc("hilda"))])
+    with psycopg.connect(url, autocommit=True) as admin:  # the server ends a's session lock
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s "
+            "AND objsubid = 2",
+            (a.session,),
+        )
+    wait_until_free(b, ["hilda"])  # the backend exits a moment after it is told to
+    assert b.claim("hilda", "npc") == npc("hilda")
+    with pytest.raises(StoreOwnedError):  # a reconnects, but b owns hilda now
+        a.write([encode_document(npc("hilda", trust=0.0))])
+
+
+def test_writes_survive_a_server_restart_without_loss_or_duplicates(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    """Rounds go on while the server restarts (every connection dropped, refused while
+    it is down): from 10 rounds before the restart began to 10 after it ended."""
+    store = open_store(stores, url, world)
+    restarted = threading.Event()
+
+    def restart() -> None:
+        restart_server()
+        restarted.set()
+
+    store.write([encode_document(npc("hilda", memories=0))])
+    restarter = threading.Thread(target=restart)
+    n, after = 0, None
+    while after is None or n < after + 10:
+        n += 1
+        if n == 10:
+            restarter.start()
+        store.write([encode_document(npc("hilda", memories=n % 7, trust=n / 1000))], StoreMeta(world="w", snapshots=n))
+        store.append_audit(AuditEntry(action="round", target="hilda", details={"n": n}))
+        if after is None and restarted.is_set():
+            after = n
+        assert n < 100_000, "the restart never finished"
+    restarter.join()
+    check = open_store(stores, url, world)
+    contents = check.load()
+    assert contents.documents["hilda"] == npc("hilda", memories=n % 7, trust=n / 1000)
+    assert contents.lsns["hilda"] == n + 1  # one version per write: none repeated
+    assert contents.meta is not None and contents.meta.snapshots == n
+    assert [e.details["n"] for e in check.audit()] == list(range(1, n + 1))
+
+
+def test_an_unreachable_database_is_a_clear_store_error(world: str) -> None:
+    pg_url()
+    with pytest.raises(StoreError, match="cannot connect to the PostgreSQL store"):
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none", world=world, timeout=1.0)
+
+
+def test_a_newer_table_schema_is_refused(stores: list[PostgresStore], url: str, world: str) -> None:
+    open_store(stores, url, world)
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("UPDATE npc_memory_schema SET version = %s", (STORE_SCHEMA + 1,))
+        try:
+            with pytest.raises(StoreVersionError, match="newer than this npc-memory understands"):
+                PostgresStore(url, world=world)
+        finally:
+            admin.execute("UPDATE npc_memory_schema SET version = %s", (STORE_SCHEMA,))
+
+
+def test_an_older_table_schema_is_upgraded_on_open(url: str, world: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with fresh_database(url) as database:
+        PostgresStore(database, world=world).close()
+        monkeypatch.setitem(UPGRADES, 0, ["ALTER TABLE npc_memory_documents ADD COLUMN note text"])
+        with psycopg.connect(database, autocommit=True) as admin:
+            admin.execute("UPDATE npc_memory_schema SET version = 0")
+            store = PostgresStore(database, world=world)
+            store.write([encode_document(npc("hilda"))])
+            store.close()
+            assert admin.execute("SELECT version FROM npc_memory_schema").fetchall() == [(STORE_SCHEMA,)]
+            assert admin.execute("SELECT key, note FROM npc_memory_documents").fetchall() == [("hilda", None)]
+
+
+def test_documents_of_an_older_schema_are_migrated_on_load(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    store = open_store(stores, url, world)
+    store.write([encode_document(npc("hilda"))])
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(
+            "UPDATE npc_memory_documents SET data = jsonb_set(data - 'v', '{relationships,by_player,alice}', "
+            "(data #> '{relationships,by_player,alice}') - 'active_thresholds') WHERE world = %s",
+            (world,),
+        )
+    loaded = open_store(stores, url, world).load().documents["hilda"]
+    assert isinstance(loaded, NpcDocument) and loaded == npc("hilda")
+
+
+def test_a_damaged_document_names_itself(stores: list[PostgresStore], url: str, world: str) -> None:
+    store = open_store(stores, url, world)
+    store.write([encode_document(npc("hilda"))])
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(
+            'UPDATE npc_memory_documents SET data = \'{"kind": "npc", "v": 2}\' WHERE world = %s', (world,)
+        )
+    with pytest.raises(StoreError, match=rf"world '{world}' document 'hilda'"):
+        open_store(stores, url, world).load()
+
+
+class CommitDroppingProxy:
+    """A TCP proxy to the test server that, when armed, passes one ``COMMIT`` on to the
+    server and then cuts that connection without passing the server's answer back: the
+    transaction is committed, the client only sees its connection fail."""
+
+    def __init__(self, url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        self.upstream = (parts.hostname or "127.0.0.1", parts.port or 5432)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        port = self.listener.getsockname()[1]
+        self.url = parts._replace(netloc=f"{parts.username}@127.0.0.1:{port}").geturl()
+        self.armed = threading.Event()
+        self.dropped = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self.listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            cut = threading.Event()
+            threading.Thread(target=self._pump, args=(client, server, cut, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, cut, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, cut: threading.Event, outgoing: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                if outgoing and self.armed.is_set() and b"COMMIT" in data:
+                    self.armed.clear()
+                    self.dropped += 1
+                    cut.set()  # from now on nothing comes back to this client: the server's
+                    sink.sendall(data)  # answer (after its commit) ends the connection instead
+                    continue
+                if cut.is_set():
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+
+
+def test_a_commit_whose_answer_was_lost_is_not_written_twice(stores: list[PostgresStore], url: str, world: str) -> None:
+    proxy = CommitDroppingProxy(url)
+    try:
+        store = open_store(stores, proxy.url, world)
+        store.write([encode_document(npc("hilda", trust=0.1))])
+        proxy.armed.set()
+        store.write([encode_document(npc("hilda", trust=0.2))], StoreMeta(world="w", snapshots=2))
+        assert proxy.dropped == 1  # the commit went through, its answer did not
+        store.write([encode_document(npc("hilda", trust=0.3))])  # the store knows the version it wrote
+        contents = open_store(stores, url, world).load()
+        assert contents.documents["hilda"] == npc("hilda", trust=0.3)
+        assert contents.lsns["hilda"] == 3 and contents.meta == StoreMeta(world="w", snapshots=2)
+        proxy.armed.set()
+        store.append_audit(AuditEntry(action="forget", target="alice"))
+        assert proxy.dropped == 2
+        assert store.audit() == [AuditEntry(action="forget", target="alice")]  # appended once
+    finally:
+        proxy.close()
