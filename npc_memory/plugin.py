@@ -88,6 +88,7 @@ from npc_memory.services import (
     PromptMessages,
     RelationshipService,
     Resolver,
+    SafetyService,
 )
 from npc_memory.services.privacy import (
     ClonePlan,
@@ -179,14 +180,15 @@ class MemoryPlugin:
         self._pipeline = pipeline
         self._resolve = Resolver(state)
         self._relationships = RelationshipService(state)
-        self._memories = MemoryService(state, self._relationships)
-        self._knowledge = KnowledgeService(state, self._relationships)
+        self._persistence = PersistenceService(state, store, pipeline, snapshots)
+        self._safety = SafetyService(state, self._persistence.audit)
+        self._health = HealthService(state, self._persistence, pipeline, self._safety.stats)
+        self._memories = MemoryService(state, self._relationships, self._safety)
+        self._knowledge = KnowledgeService(state, self._relationships, self._safety)
         self._conversations = ConversationService(
             state, pipeline, self._memories, self._knowledge, self._relationships
         )
-        self._persistence = PersistenceService(state, store, pipeline, snapshots)
         self._persistence.excluded = self._conversations.dropped
-        self._health = HealthService(state, self._persistence, pipeline)
         self._population = PopulationService(state, self._persistence, self._knowledge, self._conversations)
         self._maintenance = MaintenanceService(
             state, pipeline, self._memories, self._relationships, self._knowledge
@@ -213,6 +215,11 @@ class MemoryPlugin:
         lambda self: self._state.clock, doc="Game time; read ``plugin.clock.now`` (game seconds)."
     )
     store = property(lambda self: self._persistence.store, doc="The store snapshots go to, or ``None``.")
+    safety = property(
+        lambda self: self._safety,
+        doc="Content safety: ``safety.stats`` counts screened, redacted, flagged and dropped "
+        "texts; ``safety.use(screener)`` puts a game's own screen in place of the pack's.",
+    )
     extraction = property(
         lambda self: self._pipeline,
         doc="The extraction pipeline: ``stats``, ``limiter``, ``breaker``, queue.",
@@ -333,8 +340,9 @@ class MemoryPlugin:
         ``extraction`` outcomes; ``llm`` calls, failures, tokens, ``cost_usd`` and
         breaker state; ``snapshots`` (rounds started and completed,
         ``oldest_unsaved_s``); ``store`` (write latency p50/p99, writes, failures,
-        bytes); ``counts`` of NPCs, players, memories, facts and relationships (this
-        walks every NPC: call it now and then, not every tick)."""
+        bytes); ``safety`` (texts screened, redacted, flagged, dropped); ``counts`` of
+        NPCs, players, memories, facts and relationships (this walks every NPC: call it
+        now and then, not every tick)."""
         return self._health.metrics()
 
     def export(self, path: str | os.PathLike[str]) -> int:
@@ -518,6 +526,9 @@ class MemoryPlugin:
         refused with :class:`PrivacyError`, as is a world-scoped ``social`` or ``profile``
         memory naming a player who has not consented. The memory carries the current
         game's id (``install(game_id=...)``). Nothing is changed when an error is raised.
+        ``content`` is screened (see :attr:`safety`): personal data becomes typed
+        placeholders, and content that tries to instruct a model is kept as a marked
+        quotation tagged ``flagged`` that moves no relationship.
         """
         handle = self._resolve.npc(npc)
         target = None if player is None else self._resolve.player(player)
@@ -596,7 +607,9 @@ class MemoryPlugin:
     def say(self, npc: Ref, player: Ref, speaker: str, text: str) -> None:
         """Append a line to the open conversation between ``npc`` and ``player``
         (opened by the first line). ``speaker`` is who said it (a display name). Open
-        conversations are part of the NPC's WorkingMemory, saved and restored with it."""
+        conversations are part of the NPC's WorkingMemory, saved and restored with it.
+        The line is screened first (see :attr:`safety`): personal data is redacted, and a
+        line that tries to instruct a model is kept quoted and never extracted, or dropped."""
         self._check_installed()
         line = Turn(
             check_text("speaker", speaker, MAX_KEY_CHARS), check_text("text", text, self.limits.content_chars)
@@ -642,9 +655,10 @@ class MemoryPlugin:
         ``observation``), and if ``subject`` is a player the tags move each witness's
         relationship by the pack's tag rules. ``topic`` (default: the first tag) groups
         competing beliefs about the subject; ``expires_in`` in game seconds. Returns the
-        keys of the witnesses (sorted). The facts' scope follows the subject's consent
-        (see :meth:`end_game`); about no one, ``social``, or ``session`` when the content
-        names a player who has not consented."""
+        keys of the witnesses (sorted); none when the safety screen flagged the content and
+        the pack drops flagged text. The facts' scope follows the subject's consent (see
+        :meth:`end_game`); about no one, ``social``, or ``session`` when the content names
+        a player who has not consented."""
         room_name = check_text("room", room, MAX_KEY_CHARS)
         text, tag_tuple, topic = _fact_arguments(
             self.limits, content, tags, importance, confidence, category, topic, expires_in
@@ -679,8 +693,8 @@ class MemoryPlugin:
         expires_in: float | None = None,
     ) -> Fact | None:
         """Give one NPC an authored fact (quest logic, scripted lore). Returns the
-        stored fact, or ``None`` if the NPC already knew it. Its scope is chosen as for
-        :meth:`observe`."""
+        stored fact, or ``None`` if the NPC already knew it (or the safety screen flagged
+        it and the pack drops flagged text). Its scope is chosen as for :meth:`observe`."""
         handle = self._resolve.npc(npc)
         text, tag_tuple, topic = _fact_arguments(
             self.limits, content, tags, importance, confidence, category, topic, expires_in

@@ -90,6 +90,8 @@ class PluginCollector(Collector):
         yield counter("store_writes", "Store writes by result",
                       {"ok": store["writes"], "failed": store["write_failures"]}, "result")
         yield gauge("store_bytes_written", "Journal bytes appended since install", store["bytes_written"])
+        yield counter("safety_texts", "Texts the content-safety screen saw, by outcome",
+                      metrics["safety"], "outcome")
         counts = GaugeMetricFamily(f"{p}_count", "NPCs, players, memories, facts and relationships",
                                    labels=["world", "kind"])
         for kind, value in metrics["counts"].items():

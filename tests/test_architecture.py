@@ -282,8 +282,8 @@ def test_an_open_conversation_survives_a_restart(tmp_path: Path) -> None:
     p.add_player(key="alice")
     prompt = p.prompt_messages("hilda", "alice", "Shall we carry the rest too?")
     contents = [m["content"] for m in prompt.messages]
-    assert HELP_LINE in contents and "Thank you for the help, the ore is heavy." in contents, contents
-    assert contents[-1] == "Shall we carry the rest too?"
+    assert f"«{HELP_LINE}»" in contents and "Thank you for the help, the ore is heavy." in contents, contents
+    assert contents[-1] == "«Shall we carry the rest too?»"  # the player's words reach the model quoted
     ended = p.end_conversation("hilda", "alice")
     assert isinstance(ended, npc_memory.ConversationEnded), "the open conversation was lost on restart"
     tick("test", 3)

@@ -58,11 +58,11 @@ def test_context_sections_placeholders_and_hearsay(village: Village) -> None:
     assert ctx.placeholders["reputation"] == "acquaintance (regard them positively)"
     assert set(ctx.sections) == {"relationship", "working_memory", "memories", "knowledge"}
     assert "met once" in ctx.sections["relationship"]
-    assert 'Talked with Alice (1 line): "Let me help you with the bellows."' in ctx.sections["working_memory"]
+    assert '«Talked with Alice (1 line): "Let me help you with the bellows."»' in ctx.sections["working_memory"]
     assert "Alice helped me" in ctx.sections["memories"]
     knowledge = ctx.sections["knowledge"]
-    assert "- Alice is a squire" in knowledge and "knight" not in knowledge  # only the belief held
-    assert "- I heard that the bandit chief hides in the old tower, but I'm not sure." in knowledge
+    assert "- «Alice is a squire»" in knowledge and "knight" not in knowledge  # only the belief held
+    assert "- I heard that «The bandit chief hides in the old tower», but I'm not sure." in knowledge
     assert ctx.text == "\n\n".join(ctx.sections.values()) and ctx.tokens == estimate_tokens(ctx.text)
 
 
@@ -116,8 +116,8 @@ def test_prompt_messages(village: Village) -> None:
     assert prompt.messages == [
         {"role": "user", "content": "(The conversation continues.)"},
         {"role": "assistant", "content": "Back again?"},
-        {"role": "user", "content": "I need the sword sharpened."},
-        {"role": "user", "content": "How much will it cost?"},
+        {"role": "user", "content": "«I need the sword sharpened.»"},  # the player's words: quoted data
+        {"role": "user", "content": "«How much will it cost?»"},
     ]
     with pytest.raises(npc_memory.NpcMemoryError, match="no LLM is configured"):
         p.reply("hilda", "alice", "Hello")

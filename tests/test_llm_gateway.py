@@ -131,7 +131,7 @@ def test_a_summary_goes_through_the_gateway(api: FakeMessagesAPI, open_gateway: 
     assert outcome == SummaryOutcome("Alice is a loyal customer.", REPORTED, None, HAIKU.cost(REPORTED))
     body = api.requests[0]["json"]
     assert body["output_config"] == {"format": {"type": "json_schema", "schema": summary_schema()}}
-    assert "- Alice bought nails" in body["messages"][0]["content"] and body["max_tokens"] == 200
+    assert "- «Alice bought nails»" in body["messages"][0]["content"] and body["max_tokens"] == 200
     assert gateway.stats["summary"].calls == 1 and gateway.stats["summary"].tokens == 1400
 
 

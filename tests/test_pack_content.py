@@ -210,7 +210,7 @@ def test_the_commented_examples_in_the_village_pack_are_valid() -> None:
     village = load_pack("village")
     built_in_tags = {tag: rules for tag, rules in pack.extraction.tags.items() if tag != "smuggling"}
     assert pack.extraction.model_copy(update={"tags": built_in_tags}) == village.extraction
-    assert pack.context == village.context and pack.knowledge == village.knowledge
+    assert pack.context == village.context and pack.knowledge == village.knowledge and pack.safety == village.safety
     consolidation_defaults = village.memory.consolidation
     assert pack.memory.consolidation.model_copy(
         update={"summaries": consolidation_defaults.summaries, "habits": consolidation_defaults.habits}

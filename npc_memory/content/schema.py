@@ -13,7 +13,7 @@ import contextlib
 import math
 import re
 import string
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -454,6 +454,39 @@ class LlmRules(_Model):
     shutdown_grace: Annotated[float, Field(ge=0.0, le=60.0, allow_inf_nan=False)] = 1.0
 
 
+PiiType = Literal[
+    "email", "phone", "card", "iban", "ip", "ssn", "address", "postcode", "url", "birth_date", "name"
+]
+"""A kind of real-world personal data the safety screen can redact."""
+
+InjectionRule = Literal[
+    "override", "role_switch", "secret_request", "personal_probe", "format_manipulation",
+    "smuggled_payload", "repetition", "embedded_dialogue", "rule_persuasion", "framing",
+]
+"""A family of rules by which the safety screen flags text that tries to instruct a model."""
+
+ALL_PII_TYPES: tuple[PiiType, ...] = get_args(PiiType)
+ALL_INJECTION_RULES: tuple[InjectionRule, ...] = get_args(InjectionRule)
+
+
+class SafetyRules(_Model):
+    """The content-safety screen applied to every text that enters an NPC's memory:
+    which real-world identifiers are replaced by typed placeholders (``[email]``,
+    ``[card]``, …), which injection rules flag a line, and what happens to a flagged
+    line: ``"quote"`` keeps it as a quoted, marked utterance that never changes a
+    relationship or spreads as gossip, ``"drop"`` keeps nothing of it.
+    ``extra_patterns`` are further case-insensitive regular expressions that flag a line.
+    ``real_names`` lists real-world names (players' own, streamers', public figures') to
+    redact as ``[name]``; in-game names are never redacted, so the list is empty by default."""
+
+    enabled: bool = True
+    redact: list[PiiType] = Field(default_factory=lambda: list(ALL_PII_TYPES))
+    injection_rules: list[InjectionRule] = Field(default_factory=lambda: list(ALL_INJECTION_RULES))
+    flagged: Literal["quote", "drop"] = "quote"
+    extra_patterns: list[Pattern] = Field(default_factory=list)
+    real_names: list[Annotated[str, Field(min_length=2, max_length=100)]] = Field(default_factory=list)
+
+
 FactSourceName = Literal["observation", "conversation", "gossip", "authored"]
 DEFAULT_SOURCE_WEIGHTS: dict[FactSourceName, float] = {
     "observation": 1.0,
@@ -799,6 +832,7 @@ class Pack(_Model):
     context: ContextRules = ContextRules()
     extraction: ExtractionRules = ExtractionRules()
     limits: Limits = Limits()
+    safety: SafetyRules = SafetyRules()
     privacy: PrivacyRules = PrivacyRules()
 
     @model_validator(mode="after")

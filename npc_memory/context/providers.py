@@ -9,6 +9,7 @@ from npc_memory.components import Relationship, Stage
 from npc_memory.content.schema import ContextWording
 from npc_memory.context.builder import ContextRequest, fit
 from npc_memory.rules.knowledge import is_expired
+from npc_memory.safety import quote
 
 DEFAULT_WORDING = ContextWording()
 
@@ -82,7 +83,7 @@ class WorkingMemoryProvider:
         recent = request.npc.working.recent.get(request.player.identity.key, [])
         if not recent:
             return None
-        lines = [f"- {age(request.now, s.ended_at)}: {s.summary}" for s in recent]
+        lines = [f"- {age(request.now, s.ended_at)}: {quote(s.summary)}" for s in recent]
         return fit(lines, budget, header=f"Your recent conversations with {request.player.identity.name}:")
 
 
@@ -96,7 +97,7 @@ class MemoryProvider:
         if not recalled:
             return fit([f"You have no specific memories of {request.player.identity.name}."], budget)
         now = request.now
-        lines = [f"- {m.content} ({age(now, m.created)})" for m in recalled]
+        lines = [f"- {quote(m.content)} ({age(now, m.created)})" for m in recalled]
         return fit(lines, budget, header=f"What you remember of {request.player.identity.name}:")
 
 
@@ -126,9 +127,9 @@ class KnowledgeProvider:
             return None
         uncertain = rules.uncertain_below
         lines = (
-            f"- I heard that {f.content[0].lower()}{f.content[1:]}, but I'm not sure."
+            f"- I heard that {quote(f.content)}, but I'm not sure."
             if f.confidence < uncertain
-            else f"- {f.content}"
+            else f"- {quote(f.content)}"
             for f in chosen
         )
         return fit(lines, budget, header="What you know:")

@@ -36,6 +36,7 @@ from npc_memory.llm.http import MAX_RESPONSE_BYTES
 from npc_memory.llm.model import LLMRequest, options_json
 from npc_memory.llm.output import text_of, tool_input_of
 from npc_memory.llm.summary import MAX_SUMMARY, SUMMARY_PROMPT
+from npc_memory.safety import DATA_NOTICE, quote
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -93,7 +94,8 @@ For each memory give:
 - importance: 0 to 1, how much this matters to the NPC;
 - valence: "positive", "neutral" or "negative" for the NPC;
 - intensity: 0 to 1, how emotionally charged it was.
-Answer with the JSON object only."""
+Answer with the JSON object only.
+{notice}"""
 
 FEW_SHOT = """Example 1
 NPC: Hilda, the village blacksmith, at the forge. Player: Alice.
@@ -131,7 +133,7 @@ def _cached_system_prompt(tags: tuple[tuple[str, str], ...]) -> str:
 
 def _system_prompt(tags: TagVocabulary) -> str:
     lines = "\n".join(f"  - {tag}: {about}" if about else f"  - {tag}" for tag, about in tags)
-    return _SYSTEM_TEMPLATE.format(tags=lines)
+    return _SYSTEM_TEMPLATE.format(tags=lines, notice=DATA_NOTICE)
 
 
 SYSTEM_PROMPT = system_prompt()
@@ -264,7 +266,7 @@ class AnthropicExtractor:
         """The extraction call for ``job``: the fixed system prompt (offering ``tags``,
         default this extractor's) and examples marked for prompt caching, then the
         transcript; structured output per :attr:`mode`."""
-        lines = "\n".join(f"{turn.speaker}: {turn.text}" for turn in job.turns)
+        lines = "\n".join(f"{turn.speaker}: {quote(turn.text)}" for turn in job.turns)
         where = f", at the {job.room}" if job.room else ""
         role = f", {job.npc_role}" if job.npc_role else ""
         transcript = f"NPC: {job.npc_name}{role}{where}. Player: {job.player_name}.\n{lines}\nAnswer:"

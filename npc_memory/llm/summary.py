@@ -16,12 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from npc_memory.llm.model import LLMRequest
 from npc_memory.llm.output import text_of, validate_json
+from npc_memory.safety import DATA_NOTICE, quote
 
 SUMMARY_PROMPT = """You keep the long-term memory of a non-player character (NPC) in a fantasy
 role-playing game. You are given several things the NPC remembers about one player that share
 a theme. Write one short sentence of general knowledge the NPC draws from them, from the NPC's
 point of view, naming the player (for example "Cora is a regular customer who buys supplies").
-Never include real-world personal information. Answer with the JSON object only."""
+Never include real-world personal information. Answer with the JSON object only.
+""" + DATA_NOTICE
 
 MAX_SUMMARY = 300
 """A summary is cut to this many characters."""
@@ -63,7 +65,7 @@ def summary_request(
     npc_name: str, player_name: str, theme: str, contents: list[str], max_tokens: int
 ) -> LLMRequest[str]:
     """The call summarising a cluster of memories (``contents``) sharing ``theme``."""
-    lines = "\n".join(f"- {content}" for content in contents)
+    lines = "\n".join(f"- {quote(content)}" for content in contents)
     prompt = f"NPC: {npc_name}. Player: {player_name}. Theme: {theme}.\nMemories:\n{lines}\nAnswer:"
     return LLMRequest(
         system=({"type": "text", "text": SUMMARY_PROMPT, "cache_control": {"type": "ephemeral"}},),

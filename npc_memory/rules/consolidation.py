@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components.memory import EpisodicMemory, PairMemories
 from npc_memory.content.schema import ConsolidationTemplates, MemoryRules
+from npc_memory.rules.knowledge import FLAGGED
 
 DEFAULT_TEMPLATES = ConsolidationTemplates()
 """The built-in wording (what a pack without ``[memory.consolidation]`` gets)."""
@@ -48,10 +49,13 @@ def clusters(
     pair: PairMemories, rules: MemoryRules, now: float, exclude: frozenset[str] | set[str] = frozenset()
 ) -> list[Cluster]:
     """Clusters ready to consolidate; each episode belongs to at most one, and episodes
-    already consolidated (named by a semantic memory) or in ``exclude`` are left out."""
+    already consolidated (named by a semantic memory), in ``exclude`` or flagged by the safety
+    screen are left out."""
     done = {episode for semantic in pair.semantic for episode in semantic.source_episodes} | set(exclude)
     old_enough = now - rules.consolidate_after_days * SECONDS_PER_DAY
-    eligible = [m for m in pair.episodic if m.created <= old_enough and m.id not in done]
+    eligible = [  # a flagged utterance is kept as said, never generalised into knowledge
+        m for m in pair.episodic if m.created <= old_enough and m.id not in done and FLAGGED not in m.tags
+    ]
     counts = Counter(tag for m in eligible for tag in m.tags)
     found: list[Cluster] = []
     used: set[str] = set()

@@ -39,11 +39,16 @@ def is_expired(fact: Fact, now: float) -> bool:
     return fact.expires is not None and fact.expires <= now and not fact.locked
 
 
+FLAGGED = "flagged"
+"""The tag of a fact kept from a line the safety screen flagged: never passed on."""
+
+
 def is_shareable(fact: Fact, rules: KnowledgeRules, now: float) -> bool:
     """Whether an NPC would pass ``fact`` on: believed, not expired, important and
-    confident enough, and not yet at the hop limit."""
+    confident enough, not yet at the hop limit, and not flagged by the safety screen."""
     return (
         fact.believed
+        and FLAGGED not in fact.tags
         and not is_expired(fact, now)
         and fact.importance >= rules.share_min_importance
         and fact.confidence >= rules.share_min_confidence

@@ -13,6 +13,7 @@ from npc_memory.services.persistence import PersistenceService
 from npc_memory.services.population import PopulationService
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.services.resolver import Resolver
+from npc_memory.services.safety import SafetyService, SafetyStats
 
 __all__ = [
     "ConversationEnded",
@@ -29,4 +30,6 @@ __all__ = [
     "PromptMessages",
     "RelationshipService",
     "Resolver",
+    "SafetyService",
+    "SafetyStats",
 ]

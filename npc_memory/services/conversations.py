@@ -4,6 +4,7 @@ extraction jobs, and applying extraction results exactly once."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import deque
 from typing import Literal
@@ -19,9 +20,11 @@ from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.extraction.rules import summarize
 from npc_memory.rules import privacy as privacy_rules
 from npc_memory.rules import relationships as rel_rules
+from npc_memory.rules.knowledge import FLAGGED
 from npc_memory.services.knowledge import KnowledgeService
 from npc_memory.services.memories import MemoryService
 from npc_memory.services.relationships import RelationshipService
+from npc_memory.services.safety import is_marked, said
 from npc_memory.state import WorldState
 
 RULES_CONFIDENCE = 0.7
@@ -34,7 +37,8 @@ LLM_CONFIDENCE = 0.9
 class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
     """What ``end_conversation`` did: the conversation's id, its working-memory summary,
     and what happened to its extraction: ``"queued"``, ``"extracted"`` (queue full: the
-    rules extracted it at once) or ``"dropped"`` (queue full, pack says drop)."""
+    rules extracted it at once; or every line was flagged by the safety screen, so there
+    was nothing to extract) or ``"dropped"`` (queue full, pack says drop)."""
 
     conversation: str
     summary: str
@@ -57,6 +61,7 @@ class ConversationService:
         self.memories = memories
         self.knowledge = knowledge
         self.relationships = relationships
+        self.safety = memories.safety
         self.forgotten: dict[str, float] = {}
         """Keys forgotten while this plugin runs, with when (game seconds): results of
         conversations that ended by then are dropped."""
@@ -66,13 +71,17 @@ class ConversationService:
 
     def say(self, npc: NpcHandle, player: PlayerHandle, line: Turn, max_turns: int) -> None:
         """Append ``line`` to the open conversation of ``npc`` and ``player``."""
-        turns = npc.working.open.setdefault(player.identity.key, [])
+        turns = npc.working.open.get(player.identity.key, [])
         if len(turns) >= max_turns:
             raise InvalidArgumentError(
                 f"the conversation of {npc.identity.key!r} and {player.identity.key!r} has "
                 f"{max_turns} lines; end it first"
             )
-        turns.append(line)
+        kept = self.safety.kept(self.safety.check(line.text, "say", npc.identity.key))
+        if kept is None:
+            return
+        npc.working.open[player.identity.key] = turns
+        turns.append(Turn(line.speaker, kept) if kept != line.text else line)
         self.state.mark(npc.identity.key)
 
     def open_lines(self, npc: NpcHandle, player: str) -> list[Turn]:
@@ -86,6 +95,9 @@ class ConversationService:
         turns = working.open.get(player_key)
         if not turns:
             return None
+        every = tuple(turns)
+        quoted = [turn for turn in every if is_marked(turn.text)]
+        turns = [turn for turn in every if not is_marked(turn.text)]  # flagged lines are never extracted
         number = working.conversations.get(player_key, 0) + 1
         archetype = self.state.pack.archetypes.get(npc.traits.archetype or "")
         job = ExtractionJob(
@@ -100,7 +112,10 @@ class ConversationService:
             ended_at=self.state.clock.now,
         )
         summary = ConversationSummary(
-            conversation=job.conversation, summary=summarize(job), turns=len(turns), ended_at=job.ended_at
+            conversation=job.conversation,
+            summary=summarize(msgspec.structs.replace(job, turns=every)),
+            turns=len(every),
+            ended_at=job.ended_at,
         )
         # From here on nothing can fail: the transcript becomes a job in one step.
         del working.open[player_key]
@@ -108,8 +123,16 @@ class ConversationService:
         working.remember_conversation(player_key, summary)
         self.state.mark(npc_key)
         self.relationships.record_interaction(npc, player)
+        for turn in quoted:  # kept as said, quoted and marked: never extracted, never a claim
+            with contextlib.suppress(MemoryCapacityError, PrivacyError):
+                self.memories.remember(
+                    npc, player_key, said(turn), importance=0.1, scope=self._scope(player),
+                    source_conversation=job.conversation,
+                )
         status: Literal["queued", "extracted", "dropped"] = "queued"
-        if not self.pipeline.enqueue(job):
+        if not turns:
+            status = "extracted"  # every line was flagged: nothing to extract
+        elif not self.pipeline.enqueue(job):
             if self.state.pack.budgets.extraction_overflow == "rules":
                 status = "extracted"
                 self.apply(self.pipeline.extract_now(job, "queue full: extracted by the rules at once"))
@@ -145,9 +168,7 @@ class ConversationService:
         confidence = LLM_CONFIDENCE if result.source == "llm" else RULES_CONFIDENCE
         ids: list[str] = []
         deltas: dict[Dimension, float] = {}
-        scope: Scope = (
-            "player" if player.profile.consent else "anon" if player.profile.anonymous else "session"
-        )
+        scope = self._scope(player)
         for extracted in result.memories:
             if privacy_rules.mentions(self.unmentionable, extracted.content):
                 continue
@@ -168,6 +189,8 @@ class ConversationService:
             except (MemoryCapacityError, PrivacyError):
                 continue
             ids.append(memory.id)
+            if FLAGGED in memory.tags:
+                continue  # an instruction-bearing result: kept quoted, moves nothing, never told on
             if extracted.tags:
                 self.knowledge.learn(
                     npc,
@@ -205,6 +228,11 @@ class ConversationService:
                 memories=tuple(ids),
             )
         )
+
+    @staticmethod
+    def _scope(player: PlayerHandle) -> Scope:
+        """The narrowest scope a memory about ``player`` may have."""
+        return "player" if player.profile.consent else "anon" if player.profile.anonymous else "session"
 
     def drop_jobs_of(self, key: str) -> None:
         """Forget the extraction work waiting for ``key`` (an NPC or player being

@@ -22,6 +22,7 @@ from npc_memory.errors import NpcMemoryError
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.llm import Reply
 from npc_memory.rules import memory as memory_rules
+from npc_memory.safety import DATA_NOTICE, quote
 from npc_memory.services.conversations import ConversationService
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.state import WorldState
@@ -136,16 +137,17 @@ class DialogueService:
             f"you see them as: {context.placeholders['reputation']}. "
             "Stay in character, answer in one or two sentences, and never claim memories you do not have."
         )
+        parts.append(DATA_NOTICE)
         system = " ".join(parts) + (f"\n\n{context.text}" if context.text else "")
         name = player.identity.name.lower()
-        messages: list[dict[str, str]] = [
-            {
-                "role": "user" if turn.speaker.lower() in (name, player.identity.key) else "assistant",
-                "content": turn.text,
-            }
+        messages: list[dict[str, str]] = [  # the player's lines are quoted data, the NPC's its own words
+            {"role": "user", "content": quote(turn.text)}
+            if turn.speaker.lower() in (name, player.identity.key)
+            else {"role": "assistant", "content": turn.text}
             for turn in self.conversations.open_lines(npc, player.identity.key)
         ]
-        messages.append({"role": "user", "content": message})
+        said = self.conversations.safety.check(message, "prompt", npc.identity.key)
+        messages.append({"role": "user", "content": quote(said.text)})
         if messages[0]["role"] == "assistant":
             messages.insert(0, {"role": "user", "content": "(The conversation continues.)"})
         return PromptMessages(system=system, messages=messages, context=context)

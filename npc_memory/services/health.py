@@ -25,6 +25,7 @@ from npc_memory.events import HealthChanged
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.llm.budget import BreakerState
 from npc_memory.services.persistence import PersistenceService
+from npc_memory.services.safety import SafetyStats
 from npc_memory.state import WorldState
 from npc_memory.store import NpcDocument
 from npc_memory.window import SampleWindow
@@ -67,11 +68,16 @@ class HealthService:
     """Judges the plugin's health and gathers its metrics."""
 
     def __init__(
-        self, state: WorldState, persistence: PersistenceService, pipeline: ExtractionPipeline
+        self,
+        state: WorldState,
+        persistence: PersistenceService,
+        pipeline: ExtractionPipeline,
+        safety: SafetyStats | None = None,
     ) -> None:
         self.state = state
         self.persistence = persistence
         self.pipeline = pipeline
+        self.safety = safety if safety is not None else SafetyStats()
         self.ticks: dict[str, SampleWindow] = {}
         """Seconds per tick of each timed system, by name."""
         self._current = Health(status="ok", since=state.clock.now, since_wall=_now_wall())
@@ -211,6 +217,7 @@ class HealthService:
                 "failures_in_a_row": persistence.failed_streak,
                 "bytes_written": 0 if writer is None else writer.bytes_written,
             },
+            "safety": msgspec.structs.asdict(self.safety),
             "counts": self._counts(),
         }
 

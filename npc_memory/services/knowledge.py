@@ -11,6 +11,7 @@ from npc_memory.rules import privacy as privacy_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.services.board import GossipBoard
 from npc_memory.services.relationships import RelationshipService
+from npc_memory.services.safety import SafetyService
 from npc_memory.state import WorldState
 
 
@@ -22,9 +23,10 @@ class KnowledgeService:
     moved — also by a game writing ``Location.room``).
     """
 
-    def __init__(self, state: WorldState, relationships: RelationshipService) -> None:
+    def __init__(self, state: WorldState, relationships: RelationshipService, safety: SafetyService) -> None:
         self.state = state
         self.relationships = relationships
+        self.safety = safety
         self.indexes: dict[str, knowledge_rules.FactIndex] = {}
         self.weight_floor = state.pack.knowledge.gossip_weight_floor
         self.board = GossipBoard(
@@ -106,6 +108,16 @@ class KnowledgeService:
         index = self.indexes.get(key)
         if index is None:  # an NPC only in the store (operator tools): indexed for this call
             index = knowledge_rules.FactIndex(npc.knowledge, self.state.pack.knowledge, self.state.clock.now)
+        if source == "authored":
+            screened = self.safety.check(content, "learn_fact", key)
+            kept = self.safety.kept(screened)
+            if kept is None:
+                return None
+            if origin is not None and kept != content:
+                origin = origin.replace(content, kept)
+            if screened.flagged:
+                tags = (*tags, knowledge_rules.FLAGGED)
+            content = kept
         if origin is not None and origin in index.origins:
             return None
         now = self.state.clock.now
@@ -232,6 +244,13 @@ class KnowledgeService:
     ) -> list[str]:
         """Every live NPC in ``room`` learns ``content`` first-hand; a fact about a player
         moves each witness's opinion. Returns the witnesses' keys, sorted."""
+        screened = self.safety.check(content, "observe", room)
+        kept = self.safety.kept(screened)
+        if kept is None:
+            return []
+        if screened.flagged:
+            tags = (*tags, knowledge_rules.FLAGGED)
+        content = kept
         witnesses = self.witnesses(room)
         now = self.state.clock.now
         origin = f"seen:{room}:{now!r}:{content}"  # one string shared by every witness's fact
@@ -254,7 +273,7 @@ class KnowledgeService:
                 origin=origin,
                 scope=scope,
             )
-            if fact is not None and fact.believed:
+            if fact is not None and fact.believed and not screened.flagged:
                 self.hearsay(npc, fact, 1.0)
         return witnesses
 

@@ -22,16 +22,19 @@ from npc_memory.components import (
 from npc_memory.events import MemoryMilestone
 from npc_memory.rules import memory as memory_rules
 from npc_memory.rules import relationships as rel_rules
+from npc_memory.rules.knowledge import FLAGGED
 from npc_memory.services.relationships import RelationshipService
+from npc_memory.services.safety import SafetyService, is_marked, marked
 from npc_memory.state import WorldState
 
 
 class MemoryService:
     """Memories of one plugin's NPCs (arguments arrive checked by the facade)."""
 
-    def __init__(self, state: WorldState, relationships: RelationshipService) -> None:
+    def __init__(self, state: WorldState, relationships: RelationshipService, safety: SafetyService) -> None:
         self.state = state
         self.relationships = relationships
+        self.safety = safety
 
     def remember(
         self,
@@ -56,6 +59,13 @@ class MemoryService:
     ) -> Memory:
         """Store a memory of ``npc`` about ``player`` (``None``: the world) within the
         pair's caps, or reinforce the same habit; see ``MemoryPlugin.remember``."""
+        screened = self.safety.check(content, "remember", npc.identity.key)
+        if screened.flagged or is_marked(content):  # kept as a quoted utterance: its claims move nothing
+            content = content if is_marked(content) else marked(screened)
+            pattern, affect_relationship = None, False
+            tags = (*tags, FLAGGED) if FLAGGED not in tags else tags
+        else:
+            content = screened.text
         now = self.state.clock.now
         key = player
         pair = npc.bank.pair_for_write(key)

@@ -249,9 +249,9 @@ class PersistenceService:
         action: str,
         target: str,
         actor: str = "plugin",
+        details: Mapping[str, Any] | None = None,
         *,
         counts: Mapping[str, int] | None = None,
-        details: Mapping[str, Any] | None = None,
     ) -> None:
         """Append an entry to the store's audit log (with the next batch)."""
         if self.writer is None:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from npc_memory.errors import StoreCorruptError, StoreError, StoreVersionError
+from npc_memory.safety import redact_texts
 from npc_memory.store.base import PrivacyStore
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
@@ -138,6 +139,8 @@ def import_store(
     deletes documents the export does not contain. The export is fully validated
     before anything is written. A PostgreSQL URL names world ``world``."""
     export = parse_export(data, source=source)
+    builtins, redacted = redact_texts(msgspec.to_builtins(export.documents))  # no personal data enters
+    documents = msgspec.convert(builtins, type=list[Document]) if redacted else export.documents
     store = open_store(path, world=world)
     try:
         existing = set(store.load().documents)
@@ -145,8 +148,8 @@ def import_store(
             raise StoreError(
                 f"store {describe(path)} already holds {len(existing)} documents; use --merge or --replace"
             )
-        store.write([encode_document(d) for d in export.documents])
-        stale = sorted(existing - {d.key for d in export.documents}) if mode == "replace" else []
+        store.write([encode_document(d) for d in documents])
+        stale = sorted(existing - {d.key for d in documents}) if mode == "replace" else []
         if stale:
             store.delete(stale)
         if export.meta is not None:
@@ -156,7 +159,7 @@ def import_store(
         store.append_audit(
             _audit(
                 "import", describe(path), actor, mode=mode, source=source,
-                written=len(export.documents), deleted=len(stale),
+                written=len(documents), deleted=len(stale), redacted=redacted,
             )
         )
     finally:
