@@ -12,6 +12,7 @@ or the tick ("tick").
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -23,7 +24,8 @@ from npc_memory.services import persistence as persistence_module
 
 NPCS = 6
 LINE = "You saved my life, thank you friend"
-"""A line the rules turn into exactly one memory."""
+"""A line the rules turn into exactly one memory (said with the process and step, so no
+two conversations leave the same memory: an equal one would reinforce the first)."""
 
 
 def say(line: str) -> None:
@@ -54,7 +56,7 @@ def main(db: str, capture: str) -> None:
         step += 1
         time.sleep(0.002)  # a few hundred conversations a second: each NPC's extracted ids stay known
         npc = f"npc{step % NPCS}"
-        plugin.say(npc, "alice", "alice", LINE)
+        plugin.say(npc, "alice", "alice", f"{LINE} ({os.getpid()}-{step})")
         result = plugin.end_conversation(npc, "alice")
         assert result is not None and result.status == "queued"
         ended += 1

@@ -59,10 +59,10 @@ def test_context_sections_placeholders_and_hearsay(village: Village) -> None:
     assert set(ctx.sections) == {"relationship", "working_memory", "memories", "knowledge"}
     assert "met once" in ctx.sections["relationship"]
     assert '«Talked with Alice (1 line): "Let me help you with the bellows."»' in ctx.sections["working_memory"]
-    assert "Alice helped me" in ctx.sections["memories"]
+    assert '«Alice promised me (Alice: "Let me help you with the bellows.")»' in ctx.sections["memories"]
     knowledge = ctx.sections["knowledge"]
     assert "- «Alice is a squire»" in knowledge and "knight" not in knowledge  # only the belief held
-    assert "- I heard that «The bandit chief hides in the old tower», but I'm not sure." in knowledge
+    assert "- I heard that «the bandit chief hides in the old tower», but I'm not sure." in knowledge
     assert ctx.text == "\n\n".join(ctx.sections.values()) and ctx.tokens == estimate_tokens(ctx.text)
 
 

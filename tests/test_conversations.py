@@ -181,19 +181,34 @@ def test_working_memory_and_extracted_ids_persist(tmp_path: Path) -> None:
     npc_memory.uninstall("t")
 
 
-def test_the_bandit_conversation_offline(village: Village) -> None:
-    """The blacksmith hears of the bandits and Alice's answer: a heroic/combat memory, and
-    more trust and respect for Alice, with no LLM at all."""
-    p = village.plugin
+def bandits(p: npc_memory.MemoryPlugin, crier: str, answer: tuple[str, str]) -> tuple[Any, Any, Any]:
+    """``crier`` calls for help against bandits and ``answer`` is said back: the
+    relationship before, the one tagged memory it leaves, and the relationship after."""
     before = p.relationship("hilda", "alice")
-    p.say("hilda", "alice", "Alice", "Bandits are attacking the village! Help me!")
-    p.say("hilda", "alice", "Hilda", "I'll get my hammer. Together we'll drive them off.")
+    p.say("hilda", "alice", crier, "Bandits are attacking the village! Help me!")
+    p.say("hilda", "alice", *answer)
     p.end_conversation("hilda", "alice")
     tick("test")
-    [memory] = p.memories("hilda", "alice")
+    [memory] = [m for m in p.memories("hilda", "alice") if m.tags]
+    return before, memory, p.relationship("hilda", "alice")
+
+
+def test_the_bandit_conversation_offline(village: Village) -> None:
+    """The blacksmith cries for help and Alice answers: a heroic/combat memory of Alice,
+    and more trust and respect for her, with no LLM at all."""
+    before, memory, after = bandits(village.plugin, "Hilda", ("Alice", "I'll get my sword. Together we'll drive them off."))
     assert memory.tags == ("heroic", "combat") and memory.source_conversation == "hilda/alice/1"
-    after = p.relationship("hilda", "alice")
+    assert memory.content.startswith('Alice promised me (Alice: "I\'ll get my sword.')
     assert after.trust > before.trust and after.respect > before.respect
+
+
+def test_the_npcs_own_words_are_its_memory_and_move_nothing(village: Village) -> None:
+    """When the NPC is the one who takes up arms, the deed is hers: remembered as what she
+    told Alice, never credited to Alice."""
+    before, memory, after = bandits(village.plugin, "Alice", ("Hilda", "I'll get my hammer. Together we'll drive them off."))
+    assert memory.content.startswith('I told Alice: "I\'ll get my hammer.')
+    assert (after.trust, after.respect) == (before.trust, before.respect)
+    assert not [f for f in village.plugin.facts("hilda") if f.subject == "alice"]
 
 
 def test_importing_the_plugin_does_not_import_the_sdk() -> None:

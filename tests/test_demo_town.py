@@ -16,7 +16,7 @@ from npc_memory.errors import InvalidArgumentError
 
 @cache
 def fortnight() -> Story:
-    story = run_town(days=12, npcs=200, players=8, seed=7).story
+    story = run_town(days=14, npcs=200, players=8, seed=7).story
     assert story is not None
     return story
 
@@ -91,14 +91,14 @@ def test_relationship_moments_say_what_moved_them() -> None:
 def test_the_story_tells_each_day_and_then_sums_up() -> None:
     story = fortnight()
     text = story.text()
-    assert text.startswith("npc-memory demo: town, 200 NPCs in 2 districts, 8 players, 12 game days, seed 7")
-    assert all(f"\nDay {day}\n" in text for day in range(1, 13))
+    assert text.startswith("npc-memory demo: town, 200 NPCs in 2 districts, 8 players, 14 game days, seed 7")
+    assert all(f"\nDay {day}\n" in text for day in range(1, 15))
     assert "forgot:" in text and "learned a habit:" in text and "the rumour reached" in text
-    assert "Summary after 12 game days:" in text
+    assert "Summary after 14 game days:" in text
     quiet = story.text(quiet=True)
-    assert "\nDay 1\n" not in quiet and "Summary after 12 game days:" in quiet
+    assert "\nDay 1\n" not in quiet and "Summary after 14 game days:" in quiet
     data = json.loads(json.dumps(story.to_json()))
-    assert [d["day"] for d in data["days_told"]] == list(range(1, 13))
+    assert [d["day"] for d in data["days_told"]] == list(range(1, 15))
     assert data["summary"]["deeds_witnessed"] == len(story.deeds)
     assert len(data["trajectories"]) <= 20
 

@@ -42,8 +42,8 @@ def make_plugin(api: FakeMessagesAPI, pack: npc_memory.Pack | None = None, **ext
 def converse(plugin: npc_memory.MemoryPlugin, n: int = 1) -> list[str]:
     ids = []
     for _ in range(n):
-        plugin.say("hilda", "alice", "Alice", "Bandits are attacking the village! Help me!")
-        plugin.say("hilda", "alice", "Hilda", "I'll get my hammer. Together we'll drive them off.")
+        plugin.say("hilda", "alice", "Hilda", "Bandits are attacking the village! Help me!")
+        plugin.say("hilda", "alice", "Alice", "I'll fight the bandits with you. Together we'll drive them off.")
         ended = plugin.end_conversation("hilda", "alice")
         assert ended is not None
         ids.append(ended.conversation)
@@ -95,7 +95,7 @@ def test_a_valid_answer_becomes_memories_and_moves_the_relationship(api: FakeMes
     assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
     transcript = body["messages"][0]["content"]
     assert "NPC: Hilda, the village blacksmith, at the forge. Player: Alice." in transcript
-    assert "Alice: «Bandits are attacking the village! Help me!»" in transcript  # quoted data
+    assert "Hilda: «Bandits are attacking the village! Help me!»" in transcript  # quoted data
     # Budget accounting with the real usage, cache tokens included.
     usage = TokenUsage(input=420, output=80, cache_read=900)
     assert plugin.extraction.limiter.spent_today == usage.total == plugin.extraction.stats.tokens == 1400
@@ -104,13 +104,13 @@ def test_a_valid_answer_becomes_memories_and_moves_the_relationship(api: FakeMes
 
 
 def test_tool_use_mode(api: FakeMessagesAPI) -> None:
-    api.default = Reply(body=message([memory(tags=["gift"], content="Alice gave me a whetstone.")], tool=True))
+    api.default = Reply(body=message([memory(tags=["heroic"], content="Alice will fight the bandits with me.")], tool=True))
     plugin = make_plugin(api, mode="tool")
     seen = results(plugin)
     converse(plugin)
     tick_until(plugin, lambda: bool(seen))
     assert seen[0].source == "llm"
-    assert [m.content for m in plugin.memories("hilda", "alice")] == ["Alice gave me a whetstone."]
+    assert [m.content for m in plugin.memories("hilda", "alice")] == ["Alice will fight the bandits with me."]
     body = api.requests[0]["json"]
     assert body["tool_choice"] == {"type": "tool", "name": "record_memories"} and "output_config" not in body
 
@@ -135,7 +135,7 @@ def test_a_retry_after_beyond_the_deadline_fails_at_once(api: FakeMessagesAPI) -
     converse(plugin)
     tick_until(plugin, lambda: bool(seen))
     assert (seen[0].source, seen[0].reason) == ("rules", "fallback: api error 429 (retry-after 3600 s is past the 1 s deadline)")
-    assert [m.tags for m in plugin.memories("hilda", "alice")] == [("heroic", "combat")]
+    assert [m.tags for m in plugin.memories("hilda", "alice") if m.tags] == [("heroic", "combat")]
     assert len(api.requests) == 1 and plugin.extraction.limiter.spent_today == 0
 
 
@@ -179,8 +179,10 @@ def test_failures_fall_back_to_the_rules_with_the_reason(api: FakeMessagesAPI, r
 
 def test_out_of_range_values_are_clamped_and_extra_memories_cut(api: FakeMessagesAPI) -> None:
     memories = [
-        memory(content=f"memory {i}", importance=i / 10, tags=["Trade", "TRADE", "gold"]) for i in range(5)
-    ] + [memory(content="x" * 900, importance=7, intensity=-3, kind="dream", valence="ecstatic")]
+        memory(content=f"Alice will fight the bandits {i}", importance=i / 10, tags=["Trade", "TRADE", "gold"])
+        for i in range(5)
+    ] + [memory(content="Alice will fight the bandits " + "x" * 900, importance=7, intensity=-3, kind="dream",
+                valence="ecstatic")]
     api.default = Reply(body=message(memories))
     plugin = make_plugin(api)
     seen = results(plugin)
@@ -190,8 +192,9 @@ def test_out_of_range_values_are_clamped_and_extra_memories_cut(api: FakeMessage
     assert len(held) == 3
     top = max(held, key=lambda m: len(m.content))
     assert (len(top.content), top.importance, top.intensity, top.valence) == (500, 1.0, 0.0, "neutral")
-    assert {m.content for m in held} == {"x" * 500, "memory 4", "memory 3"}
-    assert next(m for m in held if m.content == "memory 4").tags == ("trade", "gold")
+    long = ("Alice will fight the bandits " + "x" * 900)[:500]
+    assert {m.content for m in held} == {long, "Alice will fight the bandits 4", "Alice will fight the bandits 3"}
+    assert next(m for m in held if m.content == "Alice will fight the bandits 4").tags == ("trade", "gold")
 
 
 def test_game_only_memories_from_the_llm_are_never_stored(api: FakeMessagesAPI) -> None:

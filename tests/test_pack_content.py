@@ -86,11 +86,13 @@ def test_a_pack_tag_is_extracted_by_its_cues() -> None:
                     ("Alice", "Wine I smuggled past the watch. No questions asked."))
     assert memory.tags == ("smuggling",) and memory.kind == "episodic"
     assert memory.importance == 0.7 and memory.valence == "negative"
-    assert memory.content == 'Alice smuggled goods (Alice: "Wine I smuggled past the watch. No questions asked.")'
+    # her own account of it: a claim
+    assert memory.content == 'Alice told me they smuggled goods (Alice: "Wine I smuggled past the watch. No questions asked.")'
     # Who says it matters, and negations still cancel a cue.
     assert talk(extractor, ("Vesna", "I smuggle nothing.")) == ()
     assert talk(extractor, ("Alice", "I would never smuggle anything.")) == ()
-    assert [m.tags for m in talk(extractor, ("Vesna", "Is that contraband?"))] == [("smuggling",)]
+    assert [m.tags for m in talk(extractor, ("Vesna", "You hid contraband under my floor."))] == [("smuggling",)]
+    assert talk(extractor, ("Vesna", "Is that contraband?")) == ()  # a question tells of no deed
     # The default rules know nothing of it.
     assert talk(RuleBasedExtractor(), ("Alice", "I smuggled it past the gate.")) == ()
 
@@ -101,7 +103,7 @@ def test_a_pack_tag_joins_its_group_and_can_be_a_habit() -> None:
     [memory] = talk(extractor, ("Alice", "I stole the crates and smuggled them past the gate."))
     assert memory.tags == ("smuggling", "theft")
     [habit] = talk(extractor, ("Alice", "Every night I smuggle wine past the watch."))
-    assert habit.kind == "procedural" and habit.content.startswith("Alice habitually smuggled goods")
+    assert habit.kind == "procedural" and habit.content.startswith("Alice told me they habitually smuggled goods")
 
 
 def test_a_pack_tag_moves_relationships_and_is_worded_by_consolidation() -> None:
@@ -134,7 +136,8 @@ def test_a_pack_can_change_one_field_of_a_built_in_tag_or_turn_it_off() -> None:
     built_in = parse_pack(MINIMAL).extraction.tags
     assert pack.extraction.tags["trade"] == built_in["trade"].model_copy(update={"importance": 0.4})
     extractor = RuleBasedExtractor(pack.extraction)
-    assert [(m.tags, m.importance) for m in talk(extractor, ("Alice", "How much for the rope?"))] == [(("trade",), 0.4)]
+    assert [(m.tags, m.importance) for m in talk(extractor, ("Alice", "I'll buy the rope for ten silver."))] == [
+        (("trade",), 0.4)]
     assert talk(extractor, ("Alice", "You useless idiot.")) == ()
     assert "insult" in extractor.tags  # still in the vocabulary, for the LLM
 

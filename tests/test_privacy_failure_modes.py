@@ -73,8 +73,9 @@ def test_04_low_confidence_recall_is_hedged() -> None:
     plugin.learn_fact("carla", "The mayor hides gold in the well", tags=["rumour"], confidence=0.3)
     plugin.learn_fact("carla", "The well is deep", tags=["lore"], confidence=1.0)
     text = plugin.context("carla", "p123", "Tell me about the well", max_tokens=2000).text
-    assert "I heard that «The mayor hides gold in the well», but I'm not sure" in text
-    assert "The well is deep" in text and "well is deep», but I'm not sure" not in text
+    hedged = text.lower()
+    assert "i heard that «the mayor hides gold in the well», but i'm not sure" in hedged
+    assert "the well is deep" in hedged and "well is deep», but i'm not sure" not in hedged
 
 
 def test_05_newer_facts_win_and_history_is_kept() -> None:

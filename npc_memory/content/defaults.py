@@ -22,7 +22,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
             {"who": "any", "words": [
                 "saved", r"save (?:us|the village|my \w+)", "rescued?", r"drive (?:them|it|\w+) off",
                 "drove (?:them|it) off", "fought off", "defended", "defend", "protected", "protect",
-                "stepped in", "hero", "heroic", "bravely", "owe you everything", "owe you my life",
+                "stepped in", "bravely", "owe you everything", "owe you my life",
             ]},
         ],
     },
@@ -33,9 +33,10 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
         "label": "was in a fight",
         "cues": [
             {"who": "any", "words": [
-                "fight", "fought", "fighting", "battle", "swords?", "blades?", r"attack\w*", "bandits?",
-                "wolves", "wolf", "raiders?", "killed", "kill", "slay", "slain", "duel", r"spar\w*", "bout",
-                "brawl", r"wound\w*", "arrows?", "disarmed", "guard up", "gut you",
+                "fight", "fought", "fighting", "battled?", "attacked", "killed", "kill", "slay", "slew",
+                "slain", "dueled", "duelled", r"sparr(?:ed|ing)", "brawled", "wounded", "disarmed",
+                "brawls?", "started a fight", "guard up", "gut you", r"drive (?:them|it|\w+) off",
+                "drove (?:them|it) off",
             ]},
         ],
     },
@@ -57,13 +58,14 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
         ],
     },
     "quest": {
+        "act": "speech",
         "description": "a task, errand or bounty offered or taken on",
         "group": "deeds",
         "importance": 0.6,
         "label": "took on a task",
         "cues": [
             {"who": "any", "words": [
-                "quest", "bounty", "reward", "errand", "task for you",
+                "quest", "bounty", "reward", "errand", "task for you", "i promise", "you have my word",
                 "could you (?:find|deliver|bring|fetch)", "find it for me", "deliver", "retrieve", "escort",
                 "take the job", "bring me",
             ]},
@@ -82,6 +84,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
     },
     # Exchanges: goods and money changing hands.
     "trade": {
+        "act": "speech",
         "description": "buying, selling, prices and haggling",
         "group": "exchanges",
         "importance": 0.3,
@@ -90,9 +93,9 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
             {"who": "any", "words": [
                 "buy", "buys", "bought", "sell", "sells", "sold", "price", "prices", r"haggl\w*",
                 r"bargain\w*", r"purchas\w*", "how much", "for sale", "paid", "pay", "pays", "do i owe",
-                "cost", "costs", "a deal", r"\d+ (?:gold|silver|copper)",
-                "(?:two|three|five|eight|ten|twelve|fifteen|twenty|thirty|forty|fifty)"
-                " (?:gold|silver|copper)",
+                "cost", "costs", "a deal", "deal", r"\d+ (?:gold|silver|copper|coins?)",
+                "(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty"
+                "|forty|fifty|a hundred) (?:gold|silver|copper|coins?)",
             ]},
         ],
     },
@@ -103,15 +106,18 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
         "valence": "positive",
         "label": "gave a gift",
         "cues": [
-            {"who": "player", "words": [
-                "for you", "take (?:this|these|them)", "keep it", "no charge", "free of charge", "on me",
-                "as a thank-you",
+            {"who": "any", "words": [
+                r"(?:it'?s|this is|these are|they'?re|that'?s|this|these|them|it|one|something|gift|present)"
+                " (?:all )?for you", "take (?:this|these|them)",
+                "keep it", "no charge", "free of charge", "on me",
+                "on the house", "as a thank-you", "gift", "present", "take this purse", "gave you",
+                "you gave me",
             ]},
-            {"who": "any", "words": ["gift", "present", "take this purse"]},
         ],
     },
     # Hostility: what the player did against the NPC; never a habit.
     "threat": {
+        "act": "speech",
         "description": "the player threatened or intimidated the NPC",
         "group": "hostility",
         "importance": 0.75,
@@ -128,6 +134,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
         ],
     },
     "insult": {
+        "act": "speech",
         "description": "the player insulted or mocked the NPC",
         "group": "hostility",
         "importance": 0.45,
@@ -158,6 +165,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
     # Confidences.
     "secret": {
         "description": "a confidence shared in private",
+        "private": True,
         "group": "confidences",
         "importance": 0.7,
         "habitual": False,
@@ -171,16 +179,43 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
     },
     # Personal facts: what the player told about themselves; general knowledge.
     "personal": {
-        "description": "something the player told about themselves: origin, family, work",
+        "act": "fact",
+        "private": True,
+        "description": "what the speaker told about themselves: name, origin, family, work, likes, plans",
         "group": "personal",
         "importance": 0.5,
         "kind": "semantic",
         "label": "told me about themselves",
         "cues": [
-            {"who": "player", "words": [
-                "i served", "i grew up", "i was born", "i come from", "i'?m from",
-                "my (?:father|mother|brother|sister|husband|wife|family)", "i work as", "i used to be",
-                "i took over",
+            {"who": "any", "words": [
+                # name and origin
+                "my name(?:'s| is)", "call me", "i'?m called", "i grew up", "i was born", "i come from",
+                "i'?m (?:originally )?from", "my hometown", "where i grew up",
+                # family and home
+                "my (?:father|dad|mother|mom|mum|parents|brother|sister|siblings?|husband|wife|partner"
+                "|boyfriend|girlfriend|fianc[eé]e?|sons?|daughters?|kids|children|child|family|grandma"
+                "|grandmother|grandpa|grandfather|cousin|aunt|uncle|niece|nephew|home|house)",
+                r"i have (?:a|an|two|three|four|\d+) (?:kids|children|sons?|daughters?|brothers?|sisters?"
+                "|dogs?|cats?|puppy|puppies|kittens?|horses?|pets?)",
+                "i'?m (?:married|engaged|single|divorced|pregnant|retired)", "i live", "i moved",
+                # work and study
+                "i work", "i'?m working (?:as|at|on|for)", "my (?:job|boss|work|career|business|shop|team)",
+                "new job", "i got (?:a|the) job", "i'?m studying", "i study", "i'?m training",
+                r"i volunteer\w*",
+                "i used to be", "i served", "i took over", "i run a",
+                r"i'?m an? (?:\w+ )?(?:\w+(?:er|or|ist|ian)|nurse|chef|cook|guard|soldier|knight|mage|priest"
+                "|monk|smith|courier|miner|farmer|hunter|sailor|scout|student|parent|mom|dad)",
+                # likes and dislikes
+                "i (?:really |absolutely |just )?(?:love|like|enjoy|adore|hate|prefer)", "i can'?t stand",
+                "i'?m (?:really |so |a (?:big |huge )?)?(?:into|fan)", "my fav(?:ou?rite)?", "i'?m allergic",
+                "i'?m (?:a )?(?:vegan|vegetarian)",
+                # goals, plans and pursuits
+                "i want to", "i'?d (?:love|like) to", "i hope to", "i plan(?:ned)? to", "i'?m planning",
+                "i'?m going to", "i'?m gonna", "my (?:goal|dream|plan)", "i dream",
+                "i'?m thinking (?:of|about)", "i'?m heading", "i'?m saving (?:up )?for", "i'?m hoping",
+                "i'?m learning", r"i'?ve been \w+ing",
+                "my hobby", "i took up", "i (?:just |recently )?(?:started|adopted|joined)", "i'?ve started",
+                "my (?:dog|cat|puppy|kitten|horse|pet|pets)", "my first",
             ]},
         ],
     },
@@ -189,8 +224,73 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
 
 NEGATIONS: list[str] = [
     "not", "no", "never", "won'?t", "don'?t", "didn'?t", "can'?t", "isn'?t", "wasn'?t", "refuse",
+    "couldn'?t", "wouldn'?t", "haven'?t", "hasn'?t", "hadn'?t", "aren'?t", "weren'?t", "nothing",
+    "nobody", "neither", "nor",
 ]
 """Words that, up to ``negation_reach`` words before a cue, cancel it ("I won't steal")."""
+
+HYPOTHETICALS: list[str] = [
+    "if", "unless", "would", "could", "might", "maybe", "perhaps", "imagine", "suppose", "supposing",
+    "wish", "should have", "would have", "could have", "i'?d", "you'?d", "we'?d", "must be", "in case",
+    "pretend", "someday", "one day", "what if",
+]
+"""Words that make a clause a hypothetical, a conditional or a guess: no deed or act
+happened ("If they came back I would hide", "you must be a good salesperson")."""
+
+HEARSAY: list[str] = [
+    "heard", "they say", "people say", "word is", r"rumou?rs?", "apparently", "supposedly",
+    "according to", "said", "says", "told", "tells",
+]
+"""Words that make a clause reported speech: what someone else said or did, not a deed of
+either speaker ("I heard that Bram stole the horse")."""
+
+FIGURES: list[str] = [
+    "what an?", "it'?s a steal", "killing me", "how (?:nice|lovely|great|kind|sweet)", "oh,? look",
+    "you must", "just kidding", "kidding", "joking",
+]
+"""Figures of speech and exclamations that look like a deed but are not one."""
+
+REQUESTS: list[str] = ["(?:could|would|can|will) you", "please"]
+"""How a request opens: a question that asks for something is an act of the speaker
+("Could you deliver this letter?")."""
+
+OPENERS: list[str] = [
+    "oh", "well", "yes", "yeah", "yep", "no", "nope", "and", "but", "so", "then", "look", "listen",
+    "honestly", "actually", "hey", "ha", "haha", "wow", "now", "also", "anyway", "ok", "okay",
+    "alright", "sorry", "fine", "aye", "right", "together", "sure", "today", "yesterday", "tonight",
+    "tomorrow", "last", "night", "week", "month", "year", "this", "morning", "earlier", "later",
+    "finally", "once", "still", "just", "really", "besides", "plus", "um", "uh", "hmm", "ah",
+    "recently", "lately", "guess", "what",
+]
+"""Words skipped at the start of a clause before its subject is read."""
+
+IMPERATIVES: list[str] = [
+    "take", "keep", "have", "accept", "pay", "give", "let", "come", "bring", "hand", "here", "here's",
+    "meet", "follow", "help", "leave", "get", "stay", "watch", "don't", "go", "tell", "find", "deliver",
+]
+"""Verbs that open a command or an offer: the speaker's own act ("Take this, it's for you")."""
+
+SMALL_TALK: list[str] = [
+    "hi", "hello", "hey", "thanks", "thank", "bye", "goodbye", "morning", "evening", "night", "good",
+    "great", "nice", "awesome", "cool", "wow", "glad", "happy", "hear", "sound", "sounds", "amazing",
+    "fantastic", "wonderful", "lovely", "weather", "care", "soon", "later", "see", "talk", "chat",
+    "catch", "yeah", "yes", "okay", "ok", "sure", "totally", "definitely", "really", "much", "lot",
+    "well", "fun", "luck", "feel", "means", "know", "think", "guess", "get", "got", "going", "go",
+    "thing", "things", "stuff", "time", "day", "today", "way", "right", "keep", "let", "like",
+    "always", "bit", "little", "lots", "pretty", "super", "so", "totally", "exactly", "agree",
+    "true", "enough", "fine", "can't", "complain", "anytime", "friend", "dear", "buddy", "also",
+    "doing", "done", "make", "made", "look", "looks", "lookin", "seems", "sounds", "want",
+]
+"""Words that carry no information on their own: greetings, thanks, filler. A line needs
+``gist_min_terms`` other words to be remembered as gist."""
+
+EMOTION_WORDS: list[str] = [
+    r"lov\w*", r"hat\w*", r"scar\w*", r"afraid", r"fear\w*", r"proud", r"excit\w*", r"thrill\w*",
+    r"sad\w*", r"cr(?:y|ied)", r"tears?", r"ang(?:ry|er)", r"furious", r"upset", r"worr\w*",
+    r"stress\w*", r"grief", r"griev\w*", r"heartbr\w*", r"miss(?:ed)?", r"lost", r"died", r"dead",
+    r"hurt", r"sick", r"injur\w*", r"terrif\w*", r"overjoyed", r"grateful", r"ashamed", r"lonely",
+]
+"""Words that show feeling; they raise the importance of a remembered line."""
 
 HABIT_MARKERS: list[str] = [
     "always", "every (?:night|day|week|time|morning|evening)", "as usual", "same as always", "each time",
@@ -204,6 +304,11 @@ HEAT_WORDS: list[str] = [
 """Words that make a conversation more intense."""
 
 MEMORY_TEMPLATE = '{player} {habitually}{label} ({speaker}: "{quote}")'
+CLAIM_TEMPLATE = '{player} told me they {habitually}{label} ({speaker}: "{quote}")'
+OFFER_TEMPLATE = '{player} promised me ({speaker}: "{quote}")'
+FACT_TEMPLATE = '{player} told me: "{quote}"'
+GIST_TEMPLATE = '{player} said: "{quote}"'
+NPC_TEMPLATE = 'I told {player}: "{quote}"'
 HABITUALLY = "habitually "
 
 SUMMARY_TEMPLATES: dict[str, str] = {

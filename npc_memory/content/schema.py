@@ -274,6 +274,13 @@ class RelationshipRules(_Model):
     ``tag_rules`` maps a memory tag to dimension deltas at full importance and
     intensity; entries are merged over the built-in rules (helpful, combat, heroic,
     trade, threat, betrayal, gift, insult), and a tag mapped to ``{}`` is neutral.
+
+    What is said moves a relationship less than what is done. The player's own account
+    of a deed ("I saved the village") moves it ``claim_weight`` as much as a deed the
+    NPC saw, and never lifts a dimension above ``claim_ceiling``. Everything drawn from
+    conversations moves each dimension of a pair at most ``talk_daily_cap`` per game
+    day, and each earlier memory with the same tag that day scales the next by
+    ``talk_repeat_factor`` (the third boast of the day counts a quarter).
     """
 
     baseline: Baseline = Baseline()
@@ -290,6 +297,10 @@ class RelationshipRules(_Model):
     thresholds: tuple[Threshold, ...] = DEFAULT_THRESHOLDS
     threshold_rearm: Annotated[float, Field(ge=0.0, le=0.5)] = 0.05
     stages: StageLadder = StageLadder()
+    claim_weight: Unit = 0.25
+    claim_ceiling: Unit = 0.6
+    talk_daily_cap: Unit = 0.1
+    talk_repeat_factor: Unit = 0.5
 
     @field_validator("attitude_modifiers", mode="before")
     @classmethod
@@ -443,7 +454,7 @@ class LlmRules(_Model):
     are cancelled."""
 
     daily_tokens: PositiveInt = 2_000_000
-    npc_daily_tokens: PositiveInt = 20_000
+    npc_daily_tokens: PositiveInt = 60_000
     requests_per_minute: PositiveInt = 50
     max_in_flight: PositiveInt = 8
     deadline: Annotated[float, Field(gt=0.0, le=600.0, allow_inf_nan=False)] = 20.0
@@ -630,9 +641,12 @@ class ContextRules(_Model):
     Each provider named in ``shares`` gets that share of the budget left after the
     ``safety_buffer`` (tokens); providers without a share split what remains. A share may
     name a built-in provider (:data:`BUILTIN_PROVIDERS`) or one of ``custom_providers``,
-    the names of providers the game passes to ``plugin.context`` itself. Recall
-    ranks by ``relevance_weight`` × relevance + (1 − it) × salience; the memories section
-    recalls ``recall_k`` memories (at most :data:`MAX_RECALL_K`). Facts believed with
+    the names of providers the game passes to ``plugin.context`` itself. What a provider
+    does not use goes to the providers that filled their share, in the order of
+    ``overflow`` (providers not named there come last). Recall ranks by
+    ``relevance_weight`` × relevance + (1 − it) × salience; the memories section ranks
+    at least ``recall_k`` memories (at most :data:`MAX_RECALL_K`), more when its budget
+    could hold more, and shows those that fit. Facts believed with
     less than ``uncertain_below`` confidence are worded as hearsay. ``wording`` holds the
     levels at which a relationship is put into words (see :class:`ContextWording`).
     """
@@ -646,8 +660,11 @@ class ContextRules(_Model):
             "knowledge": 0.3,
         }
     )
+    overflow: list[Key] = Field(
+        default_factory=lambda: ["memories", "knowledge", "working_memory", "relationship"]
+    )
     safety_buffer: Annotated[int, Field(ge=0, le=10_000)] = 16
-    relevance_weight: Unit = 0.7
+    relevance_weight: Unit = 0.9
     recall_k: Annotated[int, Field(ge=1, le=MAX_RECALL_K)] = 8
     uncertain_below: Unit = 0.6
     wording: ContextWording = ContextWording()
@@ -707,9 +724,19 @@ class ExtractionTag(_Model):
     unless the leading tag is not ``habitual``. The memory is negative if any of its
     tags has a negative ``valence``, else positive if any is positive. A tag without
     ``cues`` is never found by the rules, but the LLM may still use it.
+
+    ``act`` says whose doing a cue reveals. A ``deed`` (the default: stealing, saving,
+    fighting) belongs to the clause's subject: "I stole" is the speaker's, "you stole" the
+    listener's, "Bob stole" neither's. A ``speech`` act (trading, threatening, insulting,
+    confiding, asking a task) is done by saying it, so it is the speaker's unless the
+    clause is about a third party. A ``fact`` is what the speaker tells about themselves.
+    A memory with a ``private`` tag (a confidence, a personal fact) is never learned as a
+    fact about the player, so it is never passed on as gossip.
     """
 
     description: Annotated[str, Field(min_length=1, max_length=200)]
+    act: Literal["deed", "speech", "fact"] = "deed"
+    private: bool = False
     group: Key | None = None
     importance: Unit
     valence: Valence = "neutral"
@@ -735,33 +762,81 @@ class Intensity(_Model):
     importance_boost: Unit = 0.1
 
 
+DeedTemplate = Annotated[
+    str, Field(min_length=1, max_length=300), _template("player", "habitually", "label", "speaker", "quote")
+]
+"""How a deed is worded: ``{player}``, ``{habitually}``, ``{label}``, ``{speaker}``, ``{quote}``."""
+
+LineTemplate = Annotated[str, Field(min_length=1, max_length=300), _template("player", "speaker", "quote")]
+"""How a line is kept in its speaker's words: ``{player}``, ``{speaker}``, ``{quote}``."""
+
+
 class ExtractionRules(_Model):
-    """The rule-based extractor's vocabulary: which tags it finds, by which words, and
-    how it words the memories.
+    """The rule extractor's vocabulary: which tags it finds, by which words, which
+    clauses cannot hold a deed, and how it words the memories.
 
     ``tags`` are merged over the built-in ones (heroic, combat, helpful, quest, theft,
     trade, gift, threat, insult, betrayal, secret, personal) field by field: a pack can
     add a tag, or change one field of a built-in tag (``cues = []`` turns it off).
     Groups keep the order of their first tag when memories tie on importance.
-    ``negations`` cancel a cue up to ``negation_reach`` words before it;
-    ``habit_markers`` ("always", "every week") make deeds and exchanges habits.
-    A memory reads ``template`` with ``{player}``, ``{habitually}`` (``habitually``
-    for a habit, else empty), ``{label}``, ``{speaker}`` and ``{quote}`` (the line that
-    gave the leading tag away, cut to ``quote_limit`` characters).
+
+    Each line is read clause by clause. A cue does not count in a question (unless it
+    opens with one of ``requests``: "Could you deliver this?"), nor after one of
+    ``negations`` up to ``negation_reach`` words before it, nor in a clause holding one of
+    ``hypotheticals`` ("if", "would", "maybe"), ``hearsay`` ("I heard", "they say") or
+    ``figures`` ("what a gift", "it's a steal"). The subject of a clause is its first word
+    after any ``openers`` ("well", "yesterday"); one of ``imperatives`` makes it a command
+    or offer of the speaker. ``habit_markers`` ("always", "every week") make deeds and
+    exchanges habits.
+
+    A line that matches no cue is kept as gist when it says something: at least
+    ``gist_min_terms`` words that are not stop words nor ``small_talk``; its importance
+    grows from ``gist_importance`` with how many such words it has, names and numbers,
+    ``emotion_words`` and words new to the conversation. Runs of up to ``gist_lines``
+    such lines in a row (a stretch of talk on one subject) make one memory, each line in
+    its speaker's words. A conversation leaves at most ``memories_per_line`` × its lines memories (at least 3,
+    at most ``max_memories``): deeds first, then facts, then the weightiest gist.
+
+    Wording: the player's deed reads ``template`` (``{player}``, ``{habitually}``,
+    ``{label}``, ``{speaker}``, ``{quote}``: the line that gave it away, cut to
+    ``quote_limit`` characters); the player's own account of it ``claim_template``; the
+    player's offer or promise to do it ("I'll help", "let me") ``offer_template``;
+    what the player told about themselves ``fact_template``; other lines of the player
+    ``gist_template``; and what the NPC itself said ``npc_template``.
     """
 
     tags: dict[Key, ExtractionTag] = Field(default_factory=dict, validate_default=True)
     negations: list[Pattern] = Field(default_factory=lambda: list(defaults.NEGATIONS))
-    negation_reach: Annotated[int, Field(ge=0, le=5)] = 2
+    negation_reach: Annotated[int, Field(ge=0, le=5)] = 4
+    hypotheticals: list[Pattern] = Field(default_factory=lambda: list(defaults.HYPOTHETICALS))
+    hearsay: list[Pattern] = Field(default_factory=lambda: list(defaults.HEARSAY))
+    figures: list[Pattern] = Field(default_factory=lambda: list(defaults.FIGURES))
+    requests: list[Pattern] = Field(default_factory=lambda: list(defaults.REQUESTS))
+    openers: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(
+        default_factory=lambda: list(defaults.OPENERS)
+    )
+    imperatives: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(
+        default_factory=lambda: list(defaults.IMPERATIVES)
+    )
     habit_markers: list[Pattern] = Field(default_factory=lambda: list(defaults.HABIT_MARKERS))
+    small_talk: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(
+        default_factory=lambda: list(defaults.SMALL_TALK)
+    )
+    emotion_words: list[Pattern] = Field(default_factory=lambda: list(defaults.EMOTION_WORDS))
+    gist_min_terms: Annotated[int, Field(ge=1, le=50)] = 4
+    gist_importance: Unit = 0.3
+    gist_lines: Annotated[int, Field(ge=1, le=8)] = 3
+    memories_per_line: Annotated[float, Field(gt=0.0, le=1.0)] = 0.33
+    max_memories: Annotated[int, Field(ge=1, le=32)] = 16
     intensity: Intensity = Intensity()
-    template: Annotated[
-        str,
-        Field(min_length=1, max_length=300),
-        _template("player", "habitually", "label", "speaker", "quote"),
-    ] = defaults.MEMORY_TEMPLATE
+    template: DeedTemplate = defaults.MEMORY_TEMPLATE
+    claim_template: DeedTemplate = defaults.CLAIM_TEMPLATE
+    offer_template: DeedTemplate = defaults.OFFER_TEMPLATE
+    fact_template: LineTemplate = defaults.FACT_TEMPLATE
+    gist_template: LineTemplate = defaults.GIST_TEMPLATE
+    npc_template: LineTemplate = defaults.NPC_TEMPLATE
     habitually: Annotated[str, Field(max_length=50)] = defaults.HABITUALLY
-    quote_limit: Annotated[int, Field(ge=20, le=480)] = 160
+    quote_limit: Annotated[int, Field(ge=20, le=480)] = 480
 
     @field_validator("tags", mode="before")
     @classmethod

@@ -2,8 +2,11 @@
 
 Sections come from context providers (a protocol; built-ins in
 :mod:`npc_memory.context.providers`), each given a share of ``max_tokens`` by the
-budget manager. Tokens are estimated with :func:`npc_memory.context.text.estimate_tokens`;
-the joined text never exceeds ``max_tokens`` by that estimate.
+budget manager. What is left of ``max_tokens`` once every provider has had its share
+(the safety buffer included) flows to the providers that filled theirs, in the order of
+``ContextRules.overflow`` (memories first). Tokens are estimated
+with :func:`npc_memory.context.text.estimate_tokens`; the joined text never exceeds
+``max_tokens`` by that estimate.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ class ContextRequest:
     """What a provider may look at: the NPC's and the player's components (read-only),
     the player's message, game time ``now`` (game seconds), the pack's context rules,
     and ``recall(query, k)``, the NPC's best ``k`` memories of the player (and of the
-    world) for ``query`` (recalling strengthens them)."""
+    world) for ``query`` (recalling strengthens them). ``candidates(query, k)`` ranks
+    the same way without strengthening (None: ``recall`` is used), and
+    ``strengthen(memories)`` strengthens the ones a provider did show."""
 
     npc: NpcHandle
     player: PlayerHandle
@@ -35,6 +40,11 @@ class ContextRequest:
     now: float
     rules: ContextRules
     recall: Callable[[str, int], list[Memory]]
+    candidates: Callable[[str, int], list[Memory]] | None = None
+    strengthen: Callable[[list[Memory]], object] = lambda memories: None
+    shown: dict[str, list[Memory]] = field(default_factory=dict)
+    """Memories each provider showed in its latest rendering; strengthened once the
+    context is built."""
 
 
 class ContextProvider(Protocol):
@@ -78,6 +88,19 @@ class TokenBudget:
         return budgets
 
 
+_FULL_WITHIN = 48
+"""A section within this many tokens of its budget may have had more to say."""
+
+
+def _render(request: ContextRequest, provider: ContextProvider, budget: int) -> str:
+    text = provider.render(request, budget)
+    if text is not None and not isinstance(text, str):
+        raise InvalidArgumentError(
+            f"context provider {provider.name!r} rendered {type(text).__name__}, not text or None"
+        )
+    return text or ""
+
+
 def fit(lines: Iterable[str], budget: int, header: str = "") -> str:
     """``header`` and as many of ``lines`` (in order, consumed lazily) as fit in
     ``budget`` tokens; "" if not even one line fits."""
@@ -97,17 +120,29 @@ def build(
     rules: ContextRules,
     placeholders: dict[str, str],
 ) -> PromptContext:
-    """Ask each provider for its section within its budget and join them."""
+    """Ask each provider for its section within its budget, let what is left flow to
+    the providers that filled theirs, and join the sections in the providers' order."""
     budgets = TokenBudget(max_tokens, rules).split(providers)
-    sections: dict[str, str] = {}
+    spent: dict[str, int] = {}
+    first: list[str] = []
     for provider in providers:
-        text = provider.render(request, budgets[provider.name])
-        if text is not None and not isinstance(text, str):
-            raise InvalidArgumentError(
-                f"context provider {provider.name!r} rendered {type(text).__name__}, not text or None"
-            )
+        text = _render(request, provider, budgets[provider.name])
+        spent[provider.name] = estimate_tokens(text)
+        first += [text] if text else []
+    # What is left of the whole budget (one token kept for each separator a section may add).
+    left = max_tokens - estimate_tokens(SEPARATOR.join(first)) - len(providers)
+    order = {name: i for i, name in enumerate(rules.overflow)}
+    sections: dict[str, str] = {}
+    for provider in sorted(providers, key=lambda p: order.get(p.name, len(order))):
+        budget = budgets[provider.name]
+        if left > 0 and spent[provider.name] > budget - _FULL_WITHIN:  # it had more to say
+            budget = spent[provider.name] + left
+        text = _render(request, provider, budget)
+        left -= estimate_tokens(text) - spent[provider.name]
         if text:
             sections[provider.name] = text
+    sections = {p.name: sections[p.name] for p in providers if p.name in sections}
+    request.strengthen([memory for shown in request.shown.values() for memory in shown])
     joined = SEPARATOR.join(sections.values())
     while estimate_tokens(joined) > max_tokens and sections:  # a provider overspent: drop from the end
         last = list(sections)[-1]

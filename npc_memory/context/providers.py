@@ -6,9 +6,11 @@ import heapq
 
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import Relationship, Stage
-from npc_memory.content.schema import ContextWording
+from npc_memory.components.knowledge import Fact
+from npc_memory.content.schema import MAX_RECALL_K, ContextWording
 from npc_memory.context.builder import ContextRequest, fit
 from npc_memory.rules.knowledge import is_expired
+from npc_memory.rules.text import STOP_WORDS, estimate_tokens
 from npc_memory.safety import quote
 
 DEFAULT_WORDING = ContextWording()
@@ -56,6 +58,10 @@ class RelationshipProvider:
         rel = request.npc.relationships.by_player.get(request.player.identity.key)
         who = request.player.identity.name
         if rel is None:
+            pair = request.npc.bank.pair(request.player.identity.key)
+            if pair is not None and len(pair):
+                line = f"You have not dealt with {who} in person; you know of them only what you remember."
+                return fit([line], budget)
             return fit([f"You have never dealt with {who}."], budget)
         wording = request.rules.wording
         details = []
@@ -88,22 +94,66 @@ class WorkingMemoryProvider:
 
 
 class MemoryProvider:
-    """The memories most relevant to the player's message (recall: relevance × salience)."""
+    """The memories most relevant to the player's message (recall: relevance × salience),
+    as many as fit: those about the player under one heading, the NPC's memories of the
+    world under another."""
 
     name = "memories"
+    line_tokens = 12
+    """The fewest tokens a memory line takes: the budget over this is how many to rank."""
 
     def render(self, request: ContextRequest, budget: int) -> str | None:
-        recalled = request.recall(request.message, request.rules.recall_k)
+        who = request.player.identity.name
+        k = min(MAX_RECALL_K, max(request.rules.recall_k, budget // self.line_tokens))
+        rank = request.candidates or request.recall
+        recalled = rank(request.message, k)
+        request.shown[self.name] = []
         if not recalled:
-            return fit([f"You have no specific memories of {request.player.identity.name}."], budget)
-        now = request.now
-        lines = [f"- {quote(m.content)} ({age(now, m.created)})" for m in recalled]
-        return fit(lines, budget, header=f"What you remember of {request.player.identity.name}:")
+            return fit([f"You have no specific memories of {who}."], budget)
+        world = {id(m) for m in request.npc.bank.world.all()}
+        headers = (f"What you remember of {who}:", "What you remember of the world around you:")
+        groups: tuple[list[str], list[str]] = ([], [])
+        shown = request.shown[self.name]
+        left_out = None
+        for memory in recalled:
+            group = groups[id(memory) in world]
+            group.append(f"- {quote(memory.content)} ({age(request.now, memory.created)})")
+            if estimate_tokens(_blocks(headers, groups)) > budget:
+                group.pop()  # too long: a shorter one further down may still fit
+                left_out = left_out or memory
+                continue
+            shown.append(memory)
+        if left_out is not None and shown:  # the best memory left out, cut to the room left
+            group = groups[id(left_out) in world]
+            room = 4 * (budget - estimate_tokens(_blocks(headers, groups))) - 8
+            if room >= 4 * self.line_tokens:
+                group.append(f"- {quote(left_out.content[:room] + '…')}")
+                if estimate_tokens(_blocks(headers, groups)) <= budget:
+                    shown.append(left_out)
+                else:
+                    group.pop()
+        return _blocks(headers, groups) or None
+
+
+def _blocks(headers: tuple[str, ...], groups: tuple[list[str], ...]) -> str:
+    blocks = zip(headers, groups, strict=True)
+    return "\n".join("\n".join((header, *lines)) for header, lines in blocks if lines)
+
+
+def hearsay(content: str, sure: bool) -> str:
+    """``content`` worded as something heard (quoted: it is remembered text), its names
+    keeping their case."""
+    first, _, rest = content.partition(" ")
+    if first.lower() in STOP_WORDS or first.lower() in ("someone", "people", "everyone"):
+        content = f"{first.lower()} {rest}" if rest else first.lower()
+    said = quote(content.rstrip("."))
+    return f"I heard that {said}." if sure else f"I heard that {said}, but I'm not sure."
 
 
 class KnowledgeProvider:
-    """What the NPC believes about the player, then the most important other news;
-    one belief per topic; shaky beliefs worded as hearsay."""
+    """What the NPC has heard about the player, then the most important other news and
+    knowledge, each under its heading; one belief per topic; what came by gossip or is
+    believed with little confidence worded as hearsay."""
 
     name = "knowledge"
 
@@ -119,20 +169,27 @@ class KnowledgeProvider:
             elif fact.source != "conversation":  # facts drawn from conversations repeat the memories shown
                 about.append(fact)
         most = max(1, budget // 6)  # a line costs at least ~6 tokens: more could never fit
-        chosen = [
-            *heapq.nlargest(most, about, key=lambda f: (f.importance, f.created)),
-            *heapq.nlargest(most, news, key=lambda f: (f.importance, f.created)),
-        ]
-        if not chosen:
-            return None
         uncertain = rules.uncertain_below
-        lines = (
-            f"- I heard that {quote(f.content)}, but I'm not sure."
-            if f.confidence < uncertain
-            else f"- {quote(f.content)}"
-            for f in chosen
+
+        def line(fact: Fact) -> str:
+            if fact.confidence < uncertain or fact.source == "gossip":
+                return f"- {hearsay(fact.content, fact.confidence >= uncertain)}"
+            return f"- {quote(fact.content)}"
+
+        who = request.player.identity.name
+        headers = (f"What you have heard about {who}:", "What you know of the world:")
+        groups: tuple[list[str], list[str]] = ([], [])
+        chosen = (
+            heapq.nlargest(most, about, key=lambda f: (f.importance, f.created)),
+            heapq.nlargest(most, news, key=lambda f: (f.importance, f.created)),
         )
-        return fit(lines, budget, header="What you know:")
+        for group, facts in zip(groups, chosen, strict=True):
+            for fact in facts:
+                group.append(line(fact))
+                if estimate_tokens(_blocks(headers, groups)) > budget:
+                    group.pop()
+                    break
+        return _blocks(headers, groups) or None
 
 
 DEFAULT_PROVIDERS = (RelationshipProvider(), WorkingMemoryProvider(), MemoryProvider(), KnowledgeProvider())

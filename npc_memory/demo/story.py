@@ -581,7 +581,7 @@ def _regards(plugin: MemoryPlugin, story: Story, npcs: list[str], players: list[
     first = npcs[0]
     lines += ["", f"What {story.name(first)} remembers best of each player:"]
     for player in players:
-        top = plugin.memories(first, player)[:2]
-        recollection = "; ".join(m.content for m in top) or "nothing yet"
+        top = list(dict.fromkeys(m.content for m in plugin.memories(first, player)))[:2]  # each once
+        recollection = "; ".join(top) or "nothing yet"
         lines.append(f"  {story.name(player):8} {recollection}")
     return lines

@@ -14,6 +14,7 @@ from npc_memory.llm.model import SummaryOutcome, TokenUsage
 __all__ = [
     "MAX_CONTENT",
     "MAX_MEMORIES",
+    "Actor",
     "ExtractedMemory",
     "ExtractionJob",
     "ExtractionResult",
@@ -25,6 +26,9 @@ __all__ = [
 ]
 
 Source = Literal["llm", "rules"]
+
+Actor = Literal["player", "npc"]
+"""Whose doing or saying a memory records: the player's, or the NPC's own."""
 
 MAX_MEMORIES = 3
 """An extraction yields at most this many memories."""
@@ -52,7 +56,13 @@ class ExtractionJob(msgspec.Struct, frozen=True, kw_only=True):
 
 class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
     """A memory proposed by an extractor, already validated and clamped: ranges in
-    [0, 1], content ≤ 500 characters, tags lower-case."""
+    [0, 1], content ≤ 500 characters, tags lower-case.
+
+    ``actor`` is who did or said what it records: ``"player"`` (a memory about the
+    player) or ``"npc"`` (what the NPC itself said or did: its promises, prices, its
+    own story; kept so it stays consistent, and never held against the player).
+    ``claim`` marks the player's own account of a deed ("I saved the village"), which
+    weighs less than a deed the NPC saw or that happened in the conversation."""
 
     content: str
     kind: MemoryKind = "episodic"
@@ -60,6 +70,8 @@ class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
     importance: float = 0.5
     valence: Valence = "neutral"
     intensity: float = 0.0
+    actor: Actor = "player"
+    claim: bool = False
 
 
 class PaidCall(msgspec.Struct, frozen=True, kw_only=True):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import msgspec
 
 from npc_memory.content.schema import Budgets, LlmRules
+from npc_memory.extraction.grounding import Grounding, GroundingStats
 from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, ExtractionResult, PaidCall
 from npc_memory.extraction.rules import RuleBasedExtractor
 from npc_memory.llm.budget import BudgetLimiter, CircuitBreaker
@@ -39,9 +40,12 @@ class ExtractionStats:
     """Counters since install: jobs queued, results applied, jobs dropped on overflow,
     duplicates skipped, fallbacks to the rules by reason; and over every LLM call of the
     plugin's gateway (extraction, summaries, replies): calls, failures, tokens and
-    their cost in USD. ``llm`` has the gateway's counters per purpose."""
+    their cost in USD. ``llm`` has the gateway's counters per purpose; ``grounding``
+    counts the LLM's memories the transcript did not support (see
+    :mod:`npc_memory.extraction.grounding`)."""
 
-    def __init__(self, llm: LLMStats | None = None) -> None:
+    def __init__(self, llm: LLMStats | None = None, grounding: GroundingStats | None = None) -> None:
+        self.grounding = grounding if grounding is not None else GroundingStats()
         self.queued = 0
         self.applied = 0
         self.dropped = 0
@@ -137,7 +141,11 @@ class ExtractionPipeline:
                 llm_rules.daily_tokens, llm_rules.npc_daily_tokens, llm_rules.requests_per_minute
             )
             self.breaker = breaker or CircuitBreaker(llm_rules.breaker_failures, llm_rules.breaker_cooldown)
-        self.stats = ExtractionStats(self.gateway.stats if self.gateway is not None else None)
+        reader = self.rules if isinstance(self.rules, RuleBasedExtractor) else RuleBasedExtractor()
+        self.grounding = Grounding(reader)
+        self.stats = ExtractionStats(
+            self.gateway.stats if self.gateway is not None else None, self.grounding.stats
+        )
         self.queue: deque[ExtractionJob] = deque()
         self.in_flight: list[_InFlight] = []
         self.ready: deque[ExtractionResult] = deque()
@@ -289,7 +297,8 @@ class ExtractionPipeline:
                 result = LLMResult(failure=f"llm error: {type(exc).__name__}")
             if result.value is not None:
                 self.ready.append(ExtractionResult(
-                    job=flight.job, memories=result.value, source="llm", reason="llm",
+                    job=flight.job, memories=self.grounding.ground(flight.job, result.value),
+                    source="llm", reason="llm",
                     usage=result.usage, cost_usd=result.cost_usd,
                 ))
             else:

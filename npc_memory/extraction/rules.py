@@ -1,18 +1,34 @@
 """The rule-based extractor: the offline default and the LLM's fallback.
 
-Deterministic and fast. Cue patterns (with who must say them: the player, the NPC,
-or anyone) mark a conversation with tags; a cue preceded by a negation ("I won't
-steal") does not count. Tags group into at most three memories — deeds (heroic,
-combat, helpful, quest, theft), exchanges (trade, gift), hostility (threat, insult,
-betrayal), confidences (secret) and personal facts — each with an importance,
-valence and intensity from its tags and the heat of the exchange. A habit marker
-("you always haggle", "every week") makes a deed or exchange procedural; personal
-facts about the player ("I grew up in Rivermoor") are semantic. Greetings and small
-talk match no cue and yield nothing.
+Deterministic and fast. Each line is read clause by clause (:mod:`npc_memory.extraction.
+speech`): who said it, who it is about, and whether it tells of something that happened
+at all — questions, negations, hypotheticals, hearsay and figures of speech do not.
 
-The tags, cue words, weights, groups, habit markers and wording are content: they
-come from a pack's ``[extraction]`` section (:class:`~npc_memory.content.schema.
-ExtractionRules`), whose defaults are the rules described here.
+- **Deeds and acts.** Cue words mark a clause with a tag (theft, heroic, trade, …). A deed
+  belongs to the clause's subject: "I stole your purse" said by the NPC is the NPC's own
+  confession, "you stole a loaf" said by the NPC is the player's deed, "Bob stole my
+  hammer" is neither's. Acts done by speaking (trading, threatening, insulting, confiding)
+  belong to the speaker. The player's own account of a deed ("I saved the village") is a
+  *claim*. Tags of one actor group into memories (deeds, exchanges, hostility,
+  confidences), led by the most important tag; a habit marker ("you always haggle")
+  makes a deed or exchange procedural.
+- **Facts.** What a speaker tells about themselves (name, origin, family, work, likes,
+  plans) is kept in their own words: the player's as semantic memories about the player,
+  the NPC's as its own.
+- **Gist.** A line that matches no cue but says something (enough words that are not
+  small talk) is kept in the speaker's words, with importance from how much it says,
+  its names and numbers, its feeling and how new its words are to the conversation; a
+  few such lines
+  in a row (a stretch of talk on one subject) make one memory.
+
+What the NPC itself said is kept with ``actor="npc"``: it never counts against or for the
+player. A conversation yields at most ``memories_per_line`` × its lines memories (at
+least 3, at most ``max_memories``), each at most once. Greetings and small talk yield
+nothing.
+
+The tags, cue words, the words that cancel them, the weights and the wording are
+content: they come from a pack's ``[extraction]`` section (:class:`~npc_memory.content.
+schema.ExtractionRules`).
 """
 
 from __future__ import annotations
@@ -22,16 +38,69 @@ from dataclasses import dataclass
 
 from npc_memory.components.memory import MemoryKind, Valence
 from npc_memory.content.schema import ExtractionRules, ExtractionTag, Who
-from npc_memory.extraction.model import MAX_MEMORIES, ExtractedMemory, ExtractionJob, Turn
+from npc_memory.extraction.model import MAX_CONTENT, Actor, ExtractedMemory, ExtractionJob, Turn
+from npc_memory.extraction.speech import Clause, Reader, Role, agent
+from npc_memory.rules.text import STOP_WORDS, terms
 
 
 @dataclass(frozen=True)
 class Cue:
-    """A pattern that, said by ``who``, marks the conversation with ``tag``."""
+    """A pattern that, said by ``who``, marks a clause with ``tag``. ``stems`` are the
+    first three letters of a word each of its alternatives must start with (``None``: an
+    alternative may start anywhere), so most clauses are ruled out without the pattern."""
 
     tag: str
     who: Who
     pattern: re.Pattern[str]
+    stems: frozenset[str] | None = None
+
+
+_GROUP = re.compile(r"^\(\?:([a-z' ?|]+)\)")
+_PLAIN = re.compile(r"[a-z']+\??[a-z]*")
+
+
+def _key(word: str) -> str | None:
+    """The first letters (up to three, apostrophes dropped) every match of ``word`` starts
+    with, or None if it may start otherwise."""
+    plain = _PLAIN.match(word)
+    if plain is None:
+        return None
+    token = plain.group()
+    if token.endswith("?") or word[len(token):][:1] in ("?", "*", "{", "(", "[", "\\"):
+        token = token[:-1]  # its last letter is optional, or a pattern follows
+    token = token.replace("'?", "").replace("'", "").rstrip("?")
+    return token[:3] or None
+
+
+def _stems(words: list[str]) -> frozenset[str] | None:
+    """The starts (:func:`_key`) of ``words``, regular expressions of one cue; None when
+    one of them may start with anything."""
+    found: set[str] = set()
+    for word in words:
+        word = word.lower()
+        group = _GROUP.match(word)
+        alternatives = group.group(1).split("|") if group is not None else [word]
+        for alternative in alternatives:
+            if alternative.startswith("\\d"):
+                found.update("0123456789")  # a number: any digit
+                continue
+            key = _key(alternative)
+            if key is None:
+                return None
+            found.add(key)
+    return frozenset(found)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A tag found in a clause, credited to ``actor``; ``claim`` when it is the
+    player's own account of a deed."""
+
+    tag: str
+    actor: Actor
+    clause: Clause
+    claim: bool
+    offer: bool = False
 
 
 def _words(words: list[str]) -> str:
@@ -48,9 +117,14 @@ DEFAULT_RULES = ExtractionRules()
 RULE_TAGS: frozenset[str] = frozenset(DEFAULT_RULES.tags)
 """Every tag the rule-based extractor can produce with the default rules."""
 
+_WORD = re.compile(r"[a-z0-9']+")
+_OFFER = re.compile(r"\b(?:i'?ll|we'?ll|will|let me|let us|let's|going to|gonna|can|shall)\b", re.IGNORECASE)
+_NUMBER = re.compile(r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred)\b")
+_NAME = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]+")
+
 
 class RuleBasedExtractor:
-    """Turns a transcript into 0–3 memories by cue patterns (see module docstring).
+    """Turns a transcript into memories by reading its clauses (see module docstring).
 
     ``rules`` are a pack's ``extraction`` section (None: the built-in rules); their
     patterns are compiled once, here.
@@ -64,91 +138,298 @@ class RuleBasedExtractor:
         """Every tag this extractor can produce."""
         self._tags: dict[str, ExtractionTag] = dict(self.rules.tags)
         self._cues = tuple(
-            Cue(tag, cue.who, re.compile(rf"\b(?:{_words(cue.words)})\b", re.IGNORECASE))
+            Cue(tag, cue.who, re.compile(rf"\b(?:{_words(cue.words)})\b", re.IGNORECASE), _stems(cue.words))
             for tag, entry in self.rules.tags.items()
             for cue in entry.cues
         )
-        self._groups = tuple(frozenset(tags) for _, tags in self.rules.groups())
+        self._groups = {tag: entry.group or tag for tag, entry in self.rules.tags.items()}
+        self._group_order = {group: i for i, (group, _) in enumerate(self.rules.groups())}
         negations = self.rules.negations
         self._negation = (
             re.compile(
-                rf"\b(?:{_words(negations)})\W+(?:\w+\W+){{0,{self.rules.negation_reach}}}$",
+                rf"\b(?:{_words(negations)})\W+(?:[\w']+\W+){{0,{self.rules.negation_reach}}}$",
                 re.IGNORECASE,
             )
             if negations
             else None
         )
+        self._negation_word = _any_of(negations)
         self._habit = _any_of(self.rules.habit_markers)
         self._heat = _any_of(self.rules.intensity.heat_words)
+        self._emotion = _any_of(self.rules.emotion_words)
+        self._small_talk = frozenset(terms(" ".join(self.rules.small_talk))) | STOP_WORDS
+        self._reader = Reader(self.rules)
+
+    # ------------------------------------------------------------------ reading
+
+    def act(self, tag: str) -> str:
+        """Whose doing ``tag`` reveals: "deed", "speech" or "fact" (unknown tags: "deed")."""
+        entry = self._tags.get(tag)
+        return entry.act if entry is not None else "deed"
+
+    def negated(self, clause: Clause) -> bool:
+        """Whether ``clause`` holds a negation anywhere."""
+        return self._negation_word is not None and self._negation_word.search(clause.text) is not None
+
+    def roles(self, job: ExtractionJob) -> list[Role]:
+        """Who said each line of ``job``: the player (by name or key) or the NPC."""
+        player = (job.player_name.lower(), job.player.lower())
+        return ["player" if turn.speaker.lower() in player else "npc" for turn in job.turns]
+
+    def clauses(self, job: ExtractionJob) -> list[Clause]:
+        """The clauses of ``job``'s transcript, read for subject and mood."""
+        names = frozenset(
+            word for name in (job.npc_name, job.player_name) for word in re.findall(r"[a-z']+", name.lower())
+        )
+        return self._reader.clauses(job.turns, self.roles(job), names)
+
+    def hits(self, job: ExtractionJob, clauses: list[Clause] | None = None) -> list[Hit]:
+        """Every tag found in ``job``'s clauses, in order, with who it is credited to."""
+        found = []
+        for clause in self.clauses(job) if clauses is None else clauses:
+            starts = {w[:n] for w in _WORD.findall(clause.text.lower().replace("'", "")) for n in (1, 2, 3)}
+            for cue in self._cues:
+                if cue.who not in ("any", clause.role) or (cue.stems is not None and not cue.stems & starts):
+                    continue
+                hit = self._hit(cue, clause)
+                if hit is not None:
+                    found.append(hit)
+        return found
+
+    def _hit(self, cue: Cue, clause: Clause) -> Hit | None:
+        act = self._tags[cue.tag].act
+        if clause.hearsay or (clause.question and not (act == "speech" and clause.request)):
+            return None
+        if act != "fact" and (clause.figure or (clause.hypothetical and not clause.request)):
+            return None
+        for match in cue.pattern.finditer(clause.text):
+            before = clause.text[: match.start()]
+            if act != "fact" and self._negation is not None and self._negation.search(before):
+                continue
+            return self._credit(cue.tag, act, clause, match.end())
+        return None
+
+    @staticmethod
+    def _credit(tag: str, act: str, clause: Clause, end: int) -> Hit | None:
+        speaker: Actor = clause.role
+        listener: Actor = "npc" if speaker == "player" else "player"
+        if act == "fact":
+            return Hit(tag, speaker, clause, claim=False)
+        if act == "speech":
+            return None if clause.subject == "person" else Hit(tag, speaker, clause, claim=False)
+        subject = agent(clause, end)
+        if subject == "first":  # an account of a deed is a claim; an offer made here is not
+            offer = is_offer(clause.text[:end])
+            return Hit(tag, speaker, clause, claim=speaker == "player" and not offer, offer=offer)
+        if subject == "second":
+            return Hit(tag, listener, clause, claim=False)
+        if subject in ("command", "other"):
+            return Hit(tag, speaker, clause, claim=False)
+        return None
+
+    # ------------------------------------------------------------------ memories
 
     def extract(self, job: ExtractionJob) -> tuple[ExtractedMemory, ...]:
         """The memories worth keeping from ``job``'s conversation (deterministic)."""
-        hits = self._hits(job)
-        if not hits:
+        if not job.turns:
             return ()
-        habit = self._habit is not None and any(self._habit.search(turn.text) for turn in job.turns)
-        memories = []
-        for group in self._groups:
-            tags = sorted((t for t in hits if t in group), key=lambda t: (-self._tags[t].importance, t))
-            if tags:
-                memories.append(self._memory(job, tags, [hits[t] for t in tags], habit))
-        memories.sort(key=lambda m: -m.importance)
-        return tuple(memories[:MAX_MEMORIES])
+        clauses = self.clauses(job)
+        hits = self.hits(job, clauses)
+        events: dict[tuple[Actor, str], list[Hit]] = {}
+        facts: dict[int, Hit] = {}
+        for hit in hits:
+            if self._tags[hit.tag].act == "fact":
+                facts.setdefault(hit.clause.line, hit)
+                continue
+            group = events.setdefault((hit.actor, self._groups[hit.tag]), [])
+            if all(h.tag != hit.tag for h in group):
+                group.append(hit)
+        for actor, name in list(events):
+            if actor == "npc" and ("player", name) in events:
+                del events[actor, name]  # one exchange, one task: remembered as the player's part
+        text = " ".join(turn.text for turn in job.turns)
+        order = self._group_order
+        ordered = sorted(events.items(), key=lambda item: (item[0][0] != "player", order[item[0][1]]))
+        memories = sorted(
+            (self._event(job, hits_of_group, text) for _, hits_of_group in ordered),
+            key=lambda m: (m.actor != "player", -m.importance),
+        )
+        used = {h.clause.line for group in events.values() for h in group}
+        by_player_first = sorted(facts.items(), key=lambda item: item[1].actor != "player")
+        memories += [self._fact(job, line, hit) for line, hit in by_player_first]
+        used |= facts.keys()
+        memories += self._gist(job, used)
+        limit = min(self.rules.max_memories, max(3, round(len(job.turns) * self.rules.memories_per_line)))
+        kept: list[ExtractedMemory] = []
+        seen: set[str] = set()
+        for memory in memories:
+            if memory.content not in seen:
+                seen.add(memory.content)
+                kept.append(memory)
+        return tuple(kept[:limit])
 
-    def _hits(self, job: ExtractionJob) -> dict[str, Turn]:
-        hits: dict[str, Turn] = {}
-        player = job.player_name.lower()
-        negation = self._negation
-        for turn in job.turns:
-            speaker: Who = "player" if turn.speaker.lower() in (player, job.player.lower()) else "npc"
-            for cue in self._cues:
-                if cue.tag in hits or cue.who not in ("any", speaker):
-                    continue
-                for match in cue.pattern.finditer(turn.text):
-                    if negation is None or not negation.search(turn.text[: match.start()]):
-                        hits[cue.tag] = turn
-                        break
-        return hits
+    def in_words(self, job: ExtractionJob, line: int) -> str:
+        """Line ``line`` of ``job`` as a memory in its speaker's words: what the NPC told
+        the player, or what the player said."""
+        turn = job.turns[line]
+        actor: Actor = self.roles(job)[line]
+        return self._words(job, actor, turn.speaker, self._quote(turn.text), self.rules.gist_template)
 
-    def _memory(self, job: ExtractionJob, tags: list[str], turns: list[Turn], habit: bool) -> ExtractedMemory:
+    def _quote(self, text: str) -> str:
+        limit = self.rules.quote_limit
+        text = " ".join(text.split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+    def _statement(self, job: ExtractionJob, line: int) -> str:
+        """Line ``line`` without its questions (what it states), or the whole line."""
+        sentences: dict[str, None] = {}
+        for sentence in re.findall(r"[^.!?]+(?:[.!?]+|$)", job.turns[line].text):
+            if not sentence.strip() or sentence.rstrip().endswith("?"):
+                continue
+            sentences[sentence.strip()] = None
+        return " ".join(sentences) or job.turns[line].text
+
+    def _words(self, job: ExtractionJob, actor: Actor, speaker: str, quote: str, template: str) -> str:
+        """``quote`` worded by ``template``, or as what the NPC told the player when the NPC
+        said it; a deed of the NPC that the player spoke of reads as what the player said."""
+        npc_said = speaker.lower() not in (job.player_name.lower(), job.player.lower())
+        if npc_said:
+            template = self.rules.npc_template
+        elif actor == "npc":
+            template = self.rules.gist_template
+        content = template.format(player=job.player_name, speaker=speaker, quote=quote)
+        return content[:MAX_CONTENT]
+
+    def _event(self, job: ExtractionJob, group: list[Hit], text: str) -> ExtractedMemory:
         rules = self.rules
-        primary = self._tags[tags[0]]
-        kind: MemoryKind = primary.kind
-        if kind == "episodic" and habit and primary.habitual:
+        group = sorted(group, key=lambda h: (-self._tags[h.tag].importance, h.tag))
+        lead = group[0]
+        primary = self._tags[lead.tag]
+        evidence: Turn = job.turns[lead.clause.line]
+        kind: MemoryKind = primary.kind if lead.actor == "player" else "episodic"
+        habit = self._habit is not None and bool(self._habit.search(evidence.text))
+        if kind == "episodic" and habit and primary.habitual and lead.actor == "player":
             kind = "procedural"
-        evidence = turns[0]
-        text = " ".join(t.text for t in job.turns)
-        weights = rules.intensity
+        intensity = self._intensity(text)
+        boost = rules.intensity.importance_boost if intensity > rules.intensity.boost_above else 0.0
+        importance = min(1.0, primary.importance + boost)
+        valences = {self._tags[h.tag].valence for h in group}
+        valence: Valence = "neutral"
+        if "negative" in valences or "positive" in valences:
+            valence = "negative" if "negative" in valences else "positive"
+        quote = self._quote(evidence.text)
+        if lead.actor == "npc":
+            content = self._words(job, "npc", evidence.speaker, quote, rules.npc_template)
+        else:
+            template = rules.template
+            if lead.claim or lead.offer:
+                template = rules.claim_template if lead.claim else rules.offer_template
+            content = template.format(
+                player=job.player_name,
+                habitually=rules.habitually if kind == "procedural" else "",
+                label=primary.label,
+                speaker=evidence.speaker,
+                quote=quote,
+            )[:MAX_CONTENT]
+        return ExtractedMemory(
+            content=content,
+            kind=kind,
+            tags=tuple(h.tag for h in group),
+            importance=round(importance, 3),
+            valence=valence,
+            intensity=round(intensity, 3),
+            actor=lead.actor,
+            claim=lead.claim and lead.actor == "player",
+        )
+
+    def _fact(self, job: ExtractionJob, line: int, hit: Hit) -> ExtractedMemory:
+        turn = job.turns[line]
+        quote = self._quote(turn.text)
+        importance = min(1.0, self._tags[hit.tag].importance + 0.2 * self._specificity(turn.text))
+        return ExtractedMemory(
+            content=self._words(job, hit.actor, turn.speaker, quote, self.rules.fact_template),
+            kind="semantic" if hit.actor == "player" else "episodic",
+            tags=(hit.tag,),
+            importance=round(importance, 3),
+            valence="neutral",
+            intensity=round(self._intensity(turn.text), 3),
+            actor=hit.actor,
+        )
+
+    def _gist(self, job: ExtractionJob, used: set[int]) -> list[ExtractedMemory]:
+        """Stretches of talk that say something without matching a cue, weightiest
+        first: runs of up to ``gist_lines`` informative lines, each in its speaker's words."""
+        rules = self.rules
+        seen: set[str] = set()
+        scored: list[tuple[int, float, str]] = []  # (line, importance, statement) of informative lines
+        for line, turn in enumerate(job.turns):
+            statement = self._statement(job, line)
+            words = [t for t in terms(statement) if t not in self._small_talk and len(t) > 2]
+            novel = [t for t in words if t not in seen]
+            seen.update(words)
+            asks_only = statement == turn.text and "?" in turn.text[-2:]
+            if line in used or asks_only or len(set(words)) < rules.gist_min_terms:
+                continue
+            feeling = len(self._emotion.findall(statement)) if self._emotion is not None else 0
+            emotion = min(1.0, feeling / 2)
+            novelty = len(set(novel)) / max(1, len(set(words)))
+            importance = min(
+                0.8,
+                rules.gist_importance
+                + 0.3 * min(1.0, len(set(words)) / 12)  # how much it says
+                + 0.15 * self._specificity(statement)
+                + 0.15 * emotion
+                + 0.1 * novelty,
+            )
+            scored.append((line, importance, statement))
+        runs: list[list[tuple[int, float, str]]] = []
+        for item in scored:
+            run = runs[-1] if runs else None
+            if run is not None and item[0] == run[-1][0] + 1 and len(run) < rules.gist_lines:
+                run.append(item)
+            else:
+                runs.append([item])
+        roles = self.roles(job)
+        found: list[tuple[float, int, ExtractedMemory]] = []
+        for run in runs:
+            lead = max(run, key=lambda item: item[1])
+            actor: Actor = roles[lead[0]]
+            speaker = job.turns[run[0][0]].speaker
+            quote = '" '.join(
+                statement if n == 0 else f'{job.turns[line].speaker}: "{statement}'
+                for n, (line, _, statement) in enumerate(run)
+            )
+            memory = ExtractedMemory(
+                content=self._words(job, roles[run[0][0]], speaker, self._quote(quote), rules.gist_template),
+                kind="episodic",
+                tags=(),
+                importance=round(lead[1], 3),
+                valence="neutral",
+                intensity=round(max(self._intensity(statement) for _, _, statement in run), 3),
+                actor=actor,
+            )
+            found.append((lead[1], -run[0][0], memory))
+        found.sort(key=lambda item: (-item[0], -item[1]))
+        return [memory for _, _, memory in found]
+
+    def _specificity(self, text: str) -> float:
+        """Names and numbers in ``text``, in [0, 1]."""
+        return min(1.0, (len(_NAME.findall(text)) + len(_NUMBER.findall(text.lower()))) / 2)
+
+    def _intensity(self, text: str) -> float:
+        weights = self.rules.intensity
         heat = len(self._heat.findall(text)) if self._heat is not None else 0
-        intensity = min(
+        return min(
             1.0,
             weights.base
             + weights.per_exclamation * min(text.count("!"), weights.max_exclamations)
             + weights.per_heat_word * min(heat, weights.max_heat_words),
         )
-        boost = weights.importance_boost if intensity > weights.boost_above else 0.0
-        importance = min(1.0, primary.importance + boost)
-        valences = {self._tags[t].valence for t in tags}
-        valence: Valence = "neutral"
-        if "negative" in valences or "positive" in valences:
-            valence = "negative" if "negative" in valences else "positive"
-        limit = rules.quote_limit
-        quote = evidence.text if len(evidence.text) <= limit else evidence.text[: limit - 3] + "..."
-        content = rules.template.format(
-            player=job.player_name,
-            habitually=rules.habitually if kind == "procedural" else "",
-            label=primary.label,
-            speaker=evidence.speaker,
-            quote=quote,
-        )
-        return ExtractedMemory(
-            content=content,
-            kind=kind,
-            tags=tuple(tags),
-            importance=round(importance, 3),
-            valence=valence,
-            intensity=round(intensity, 3),
-        )
+
+
+def is_offer(text: str) -> bool:
+    """Whether ``text`` offers or promises rather than tells ("I'll help", "let me")."""
+    return _OFFER.search(text) is not None
 
 
 def summarize(job: ExtractionJob, limit: int = 120) -> str:

@@ -61,6 +61,9 @@ class MemoryOut(BaseModel):
     importance: float = Field(description="0 to 1: how much this matters to the NPC.")
     valence: Literal["positive", "neutral", "negative"] = Field(description="How the NPC feels about it.")
     intensity: float = Field(description="0 to 1: how emotionally charged it was.")
+    actor: Literal["player", "npc"] = Field(
+        description="Whose doing or saying this records: the player's, or the NPC's own."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -70,6 +73,7 @@ class MemoryOut(BaseModel):
         filled = {**_FILLED, **value}
         filled.setdefault("kind", "episodic")
         filled.setdefault("valence", "neutral")
+        filled.setdefault("actor", "player")
         return filled
 
     @field_validator("content", mode="before")
@@ -86,6 +90,11 @@ class MemoryOut(BaseModel):
     @classmethod
     def _valence(cls, value: Any) -> Any:
         return value if value in VALENCES else "neutral"
+
+    @field_validator("actor", mode="before")
+    @classmethod
+    def _actor(cls, value: Any) -> Any:
+        return value if value in ("player", "npc") else "player"
 
     @field_validator("tags", mode="before")
     @classmethod
@@ -118,6 +127,7 @@ class MemoryOut(BaseModel):
             importance=self.importance,
             valence=self.valence,
             intensity=self.intensity,
+            actor=self.actor,
         )
 
 

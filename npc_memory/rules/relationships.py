@@ -164,6 +164,32 @@ def memory_deltas(
     return {dim: d * scale for dim, d in deltas.items() if d != 0.0 and math.isfinite(d)}
 
 
+def talk_deltas(
+    deltas: Mapping[Dimension, float],
+    rel: Relationship,
+    spent: Mapping[Dimension, float],
+    repeats: int,
+    claim: bool,
+    rules: RelationshipRules,
+) -> dict[Dimension, float]:
+    """What ``deltas`` from a conversation may do to ``rel``: scaled by
+    ``talk_repeat_factor`` ** ``repeats``, within what is left of ``talk_daily_cap``
+    once ``spent`` (|change| so far today, per dimension). A claim's gains (a boast)
+    count ``claim_weight`` and never lift a dimension above ``claim_ceiling``; its
+    losses (a confession) count in full."""
+    scale = rules.talk_repeat_factor**repeats
+    out: dict[Dimension, float] = {}
+    for dim, delta in deltas.items():
+        room = max(0.0, rules.talk_daily_cap - spent.get(dim, 0.0))
+        boast = claim and delta > 0.0
+        value = clamp(delta * scale * (rules.claim_weight if boast else 1.0), -room, room)
+        if boast:
+            value = min(value, max(0.0, rules.claim_ceiling - rel.value(dim)))
+        if value != 0.0:
+            out[dim] = value
+    return out
+
+
 def is_beyond(threshold: Threshold, rel: Relationship) -> bool:
     """Whether ``rel`` is past ``threshold`` (below or above its level)."""
     value = rel.value(threshold.dimension)

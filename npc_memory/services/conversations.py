@@ -7,10 +7,12 @@ from __future__ import annotations
 import contextlib
 import re
 from collections import deque
+from dataclasses import dataclass, field
 from typing import Literal
 
 import msgspec
 
+from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import ConversationSummary, NpcHandle, PlayerHandle, Scope, Turn
 from npc_memory.components.relationship import Dimension
 from npc_memory.errors import InvalidArgumentError, MemoryCapacityError, PrivacyError
@@ -45,6 +47,15 @@ class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
     status: Literal["queued", "extracted", "dropped"]
 
 
+@dataclass
+class TalkDay:
+    """What one game day's conversations did to a pair: |change| per dimension, and how
+    many memories of each tag they left."""
+
+    spent: dict[Dimension, float] = field(default_factory=dict)
+    tags: dict[str, int] = field(default_factory=dict)
+
+
 class ConversationService:
     """Conversations of one plugin and the application of their extraction results."""
 
@@ -62,6 +73,9 @@ class ConversationService:
         self.knowledge = knowledge
         self.relationships = relationships
         self.safety = memories.safety
+        self.talk: dict[tuple[str, str], TalkDay] = {}
+        """What conversations moved each pair today (see ``RelationshipRules``)."""
+        self.talk_day = -1
         self.forgotten: dict[str, float] = {}
         """Keys forgotten while this plugin runs, with when (game seconds): results of
         conversations that ended by then are dropped."""
@@ -169,6 +183,9 @@ class ConversationService:
         ids: list[str] = []
         deltas: dict[Dimension, float] = {}
         scope = self._scope(player)
+        rules = self.state.pack.relationships
+        talk = self._talk_today(job.npc, job.player)
+        rel = self.relationships.peek(npc, job.player, player.faction.faction)
         for extracted in result.memories:
             if privacy_rules.mentions(self.unmentionable, extracted.content):
                 continue
@@ -185,19 +202,24 @@ class ConversationService:
                     intensity=extracted.intensity,
                     scope=scope,
                     source_conversation=job.conversation,
+                    reinforce_same=True,
                 )
             except (MemoryCapacityError, PrivacyError):
                 continue
             ids.append(memory.id)
             if FLAGGED in memory.tags:
                 continue  # an instruction-bearing result: kept quoted, moves nothing, never told on
-            if extracted.tags:
+            if extracted.actor != "player":
+                continue  # what the NPC itself said: kept, never held for or against the player
+            tags = self.state.pack.extraction.tags
+            told = [t for t in extracted.tags if t in tags]
+            if told and not extracted.claim and not any(tags[t].private for t in told):
                 self.knowledge.learn(
                     npc,
                     content=memory.content,
                     category="player_trait",
                     subject=job.player,
-                    topic=extracted.tags[0],
+                    topic=told[0],
                     tags=extracted.tags,
                     confidence=confidence,
                     importance=extracted.importance,
@@ -205,14 +227,16 @@ class ConversationService:
                     source_memory=memory.id,
                     room=job.room,
                 )
-            for dim, delta in rel_rules.memory_deltas(
-                extracted.tags,
-                extracted.importance,
-                extracted.intensity,
-                extracted.valence,
-                self.state.pack.relationships,
-            ).items():
+            said = rel_rules.memory_deltas(
+                extracted.tags, extracted.importance, extracted.intensity, extracted.valence, rules
+            )
+            repeats = max((talk.tags.get(t, 0) for t in extracted.tags), default=0)
+            for tag in extracted.tags:
+                talk.tags[tag] = talk.tags.get(tag, 0) + 1
+            allowed = rel_rules.talk_deltas(said, rel, talk.spent, repeats, extracted.claim, rules)
+            for dim, delta in allowed.items():
                 deltas[dim] = deltas.get(dim, 0.0) + delta
+                talk.spent[dim] = talk.spent.get(dim, 0.0) + abs(delta)
         self.state.mark(npc.identity.key)
         if deltas:
             self.relationships.change(npc, job.player, deltas)
@@ -234,10 +258,23 @@ class ConversationService:
         """The narrowest scope a memory about ``player`` may have."""
         return "player" if player.profile.consent else "anon" if player.profile.anonymous else "session"
 
+    def _talk_today(self, npc: str, player: str) -> TalkDay:
+        """How much conversations have moved ``npc``'s regard for ``player`` this game
+        day (kept for the pairs that talked today; a restart starts the day afresh)."""
+        day = int(self.state.clock.now // SECONDS_PER_DAY)
+        if day != self.talk_day:
+            self.talk_day = day
+            self.talk.clear()
+        talk = self.talk.get((npc, player))
+        if talk is None:
+            talk = self.talk[npc, player] = TalkDay()
+        return talk
+
     def drop_jobs_of(self, key: str) -> None:
         """Forget the extraction work waiting for ``key`` (an NPC or player being
         forgotten): parked and queued jobs go, and results in flight are dropped when
         they arrive."""
+        self.talk = {pair: talk for pair, talk in self.talk.items() if key not in pair}
         self.pipeline.forget_jobs_of(key)
         self.forgotten[key] = self.state.clock.now
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from npc_memory.components import Memory, NpcHandle, PlayerHandle, kind_of
+from npc_memory.components import Memory, NpcHandle, PlayerHandle
 from npc_memory.context import recall as recall_rules
 from npc_memory.context import text as text_rules
 from npc_memory.context.builder import ContextProvider, ContextRequest, PromptContext
@@ -72,20 +72,31 @@ class DialogueService:
         ranked = recall_rules.rank(
             memories, saliences, documents, text_rules.terms(query), self.scorer, weight
         )
-        if not strengthen or not npc.live:
-            return [memory for _, memory in ranked[:k]]
-        recalled = []
-        for _, memory in ranked[:k]:
-            touched = msgspec.structs.replace(memory, access_count=memory.access_count + 1, last_accessed=now)
-            for pair in pairs:
-                records: list[Any] = getattr(pair, kind_of(memory))
-                position = next((i for i, r in enumerate(records) if r is memory), None)
-                if position is not None:
-                    records[position] = touched
-                    break
-            recalled.append(touched)
+        best = [memory for _, memory in ranked[:k]]
+        return self.strengthen(npc, player, best) if strengthen else best
+
+    def strengthen(self, npc: NpcHandle, player: str | None, memories: list[Memory]) -> list[Memory]:
+        """Count one more recall of each of ``memories`` (held by ``npc`` about
+        ``player`` or the world) now; returns them as they are now held."""
+        if not memories or not npc.live:
+            return memories
+        now = self.state.clock.now
+        pairs = [npc.bank.world]
+        if player is not None and (pair := npc.bank.pair(player)) is not None:
+            pairs.insert(0, pair)
+        wanted = {id(memory) for memory in memories}
+        touched: dict[int, Memory] = {}
+        for pair in pairs:
+            for kind in ("episodic", "semantic", "procedural"):
+                records: list[Any] = getattr(pair, kind)
+                for position, record in enumerate(records):
+                    if id(record) in wanted:
+                        fresh = msgspec.structs.replace(
+                            record, access_count=record.access_count + 1, last_accessed=now
+                        )
+                        records[position] = touched[id(record)] = fresh
         self.state.mark(npc.identity.key)
-        return recalled
+        return [touched.get(id(memory), memory) for memory in memories]
 
     def context(
         self,
@@ -114,6 +125,8 @@ class DialogueService:
             now=self.state.clock.now,
             rules=self.state.pack.context,
             recall=lambda query, k: self.recall(npc, key, query, k),
+            candidates=lambda query, k: self.recall(npc, key, query, k, strengthen=False),
+            strengthen=lambda memories: self.strengthen(npc, key, memories),
         )
         return build_context(request, providers, max_tokens, self.state.pack.context, placeholders)
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import (
     EpisodicMemory,
     Memory,
@@ -56,9 +57,14 @@ class MemoryService:
         trigger: TriggerContext | None = None,
         source_episodes: tuple[str, ...] = (),
         affect_relationship: bool = False,
+        reinforce_same: bool = False,
     ) -> Memory:
         """Store a memory of ``npc`` about ``player`` (``None``: the world) within the
-        pair's caps, or reinforce the same habit; see ``MemoryPlugin.remember``."""
+        pair's caps, or reinforce the same habit; see ``MemoryPlugin.remember``. With
+        ``reinforce_same`` (memories drawn from conversations) a memory that says what one
+        already held says reinforces it instead of adding a copy: any such fact, and an
+        episode told again the same game day (told on another day it happened again, and
+        repeated episodes are what consolidation turns into knowledge and habits)."""
         screened = self.safety.check(content, "remember", npc.identity.key)
         if screened.flagged or is_marked(content):  # kept as a quoted utterance: its claims move nothing
             content = content if is_marked(content) else marked(screened)
@@ -98,6 +104,7 @@ class MemoryService:
                 **common,  # type: ignore[arg-type]
             )
         habit = same_habit(pair, memory) if isinstance(memory, ProceduralMemory) else None
+        held = same_memory(pair, memory, int(now // SECONDS_PER_DAY)) if reinforce_same else None
         if habit is not None:
             memory = msgspec.structs.replace(
                 habit,
@@ -107,11 +114,22 @@ class MemoryService:
                 locked=habit.locked or memory.locked,
             )
             pair.procedural[pair.procedural.index(habit)] = memory
+        elif held is not None:  # already remembered: reinforced, not copied
+            memory = msgspec.structs.replace(
+                held,
+                access_count=held.access_count + 1,
+                last_accessed=now,
+                importance=max(held.importance, memory.importance),
+                confidence=max(held.confidence, memory.confidence),
+                locked=held.locked or memory.locked,
+            )
+            records: list[Memory] = getattr(pair, kind)
+            records[records.index(held)] = memory
         else:
             memory_rules.insert(pair, memory, self.state.pack.memory, now)
             npc.bank.next_id += 1
         self.state.mark(npc.identity.key)
-        if key is not None and habit is None:
+        if key is not None and habit is None and held is None:
             self._check_milestone(npc, key, len(pair))
         if affect_relationship and key is not None:
             deltas = rel_rules.memory_deltas(
@@ -154,6 +172,28 @@ class MemoryService:
                     count=count,
                 )
             )
+
+
+def same_memory(pair: PairMemories, memory: Memory, day: int) -> Memory | None:
+    """The semantic memory of ``pair``, or the episodic one from game day ``day``, that
+    says what ``memory`` says (same kind, content equal but for case and spacing, same
+    tags, same scope), if any."""
+    if isinstance(memory, ProceduralMemory):
+        return None
+    episodic = isinstance(memory, EpisodicMemory)
+    records: Sequence[Memory] = pair.episodic if episodic else pair.semantic
+    folded = " ".join(memory.content.split()).casefold()
+    for held in records:
+        if episodic and int(held.created // SECONDS_PER_DAY) != day:
+            continue
+        if (
+            held.tags == memory.tags
+            and held.scope == memory.scope
+            and len(held.content) == len(memory.content)
+            and " ".join(held.content.split()).casefold() == folded
+        ):
+            return held
+    return None
 
 
 def same_habit(pair: PairMemories, memory: ProceduralMemory) -> ProceduralMemory | None:

@@ -1,0 +1,171 @@
+"""Reading a transcript the way a listener does: lines into sentences and clauses, each
+clause with its subject (the speaker, the listener, someone else) and its mood (a
+question, a request, a hypothetical, hearsay, a figure of speech), so a cue word counts
+only where it tells of something that happened, and is credited to whoever did it.
+
+The words that decide (negations, hypotheticals, hearsay markers, openers, imperatives)
+are content: they come from a pack's ``[extraction]`` section.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from npc_memory.content.schema import ExtractionRules
+from npc_memory.extraction.model import Turn
+
+Subject = Literal["first", "second", "person", "thing", "command", "other"]
+"""Who a clause is about: the speaker ("I", "we"), the listener ("you", "thank you"),
+another person ("he", "Bob", "people"), a thing or someone's something ("it", "the
+raiders", "my brother", "your god"), a command or offer of the speaker ("take this"), or
+no subject at all ("no charge", "forty gold", a lone "traitor" said to the listener)."""
+
+Role = Literal["player", "npc"]
+
+FIRST = frozenset(("i", "i'm", "i've", "i'll", "i'd", "me", "we", "we're", "we've", "we'll", "we'd", "us",
+                   "let's", "myself", "ourselves"))
+SECOND = frozenset(("you", "you're", "you've", "you'll", "you'd", "thank", "thanks", "yourself"))
+PERSONS = frozenset(("he", "she", "they", "he's", "she's", "they're", "they've", "they'll", "him", "her",
+                     "them", "someone", "somebody", "nobody", "everyone", "everybody", "people", "who",
+                     "whoever", "folks", "nobody's", "he'll", "she'll", "he'd", "she'd"))
+THINGS = frozenset(("it", "it's", "its", "that", "that's", "this", "there", "there's", "which", "what",
+                    "that'll", "it'll", "there'll", "the", "a", "an", "my", "your", "our", "his", "their",
+                    "mine", "yours", "one", "some", "many", "most", "all", "those", "these"))
+_NOT_NAMES = frozenset((*FIRST, *SECOND, *PERSONS, *THINGS, "please", "no", "yes", "not", "never", "every",
+                        "each", "any", "if", "when", "while", "as", "because", "so", "then", "and", "but",
+                        "or", "only", "even", "after", "before", "since", "until", "how", "why", "where",
+                        "between",
+                        "with", "for", "in", "on", "at", "from", "by", "about", "to", "of", "like", "just"))
+NUMBERS = frozenset(("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                     "twelve", "twenty", "thirty", "forty", "fifty", "hundred", "half", "a", "an"))
+AGENTS: dict[str, Subject] = {
+    **dict.fromkeys(("i", "i'm", "i've", "i'll", "i'd", "we", "we're", "we've", "we'll", "we'd"), "first"),
+    **dict.fromkeys(("you", "you're", "you've", "you'll", "you'd"), "second"),
+    **dict.fromkeys(("he", "she", "they", "he's", "she's", "they're", "they've", "he'd", "she'd"), "person"),
+}
+"""Subject pronouns: the nearest one before a deed's verb says who did it ("I saw you fight")."""
+_POINTERS = frozenset(("i", "me", "my", "we", "us", "our", "you", "your", "it", "this", "that", "these",
+                       "those", "here", "there", "on", "for", "to"))
+PREPOSITIONS = frozenset(("for", "to", "with", "at", "on", "from", "of", "about", "by", "like", "than"))
+
+_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+|$)")
+_CLAUSE = re.compile(r"\s*(?:[,;:]\s*(?:but|and so|so)?|\bbut\b|\s[-–—]\s)\s*", re.IGNORECASE)
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_WORD_ANY_CASE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?", re.IGNORECASE)
+_SOFT_PUNCT = str.maketrans({"’": "'", "‘": "'"})
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One clause of a line: its text, who said it, what it is about and its mood."""
+
+    text: str
+    line: int
+    role: Role
+    subject: Subject
+    question: bool
+    request: bool
+    hypothetical: bool
+    hearsay: bool
+    figure: bool
+
+
+def _alternatives(words: list[str]) -> re.Pattern[str] | None:
+    return re.compile(rf"\b(?:{'|'.join(words)})\b", re.IGNORECASE) if words else None
+
+
+class Reader:
+    """Splits lines into clauses and reads their subject and mood by ``rules``."""
+
+    def __init__(self, rules: ExtractionRules) -> None:
+        self.openers = frozenset(word.lower() for word in rules.openers)
+        self.imperatives = frozenset(word.lower() for word in rules.imperatives)
+        self.hypothetical = _alternatives(rules.hypotheticals)
+        self.hearsay = _alternatives(rules.hearsay)
+        self.figure = _alternatives(rules.figures)
+        self.request = (
+            re.compile(rf"^\W*(?:{'|'.join(rules.requests)})\b", re.IGNORECASE) if rules.requests else None
+        )
+        self.conditional = re.compile(r"^\W*(?:if|unless|imagine|suppose|supposing|what if)\b", re.IGNORECASE)
+
+    def clauses(self, turns: tuple[Turn, ...], roles: list[Role], names: frozenset[str]) -> list[Clause]:
+        """Every clause of ``turns`` (``roles[i]`` says who said line ``i``; ``names``,
+        lower-case, are skipped where a line addresses someone by name)."""
+        found = []
+        for index, (turn, role) in enumerate(zip(turns, roles, strict=True)):
+            for sentence in _SENTENCE.findall(turn.text.translate(_SOFT_PUNCT)):
+                sentence = sentence.strip()
+                if not sentence:
+                    continue
+                question = sentence.rstrip().endswith("?")
+                parts = [p for p in _CLAUSE.split(sentence) if p and p.strip(" .!?")]
+                conditional = any(self.conditional.search(part) for part in parts)
+                for number, part in enumerate(parts):
+                    found.append(self._clause(part, index, role, question, conditional, names, number == 0))
+        return found
+
+    def _clause(
+        self,
+        text: str,
+        line: int,
+        role: Role,
+        question: bool,
+        conditional: bool,
+        names: frozenset[str],
+        first_clause: bool,
+    ) -> Clause:
+        words = _WORD.findall(text.lower())
+        start = 0
+        while start < len(words) and (words[start] in self.openers or words[start] in names):
+            start += 1
+        subject = self.subject(words[start:])
+        if subject == "other" and start < len(words) and words[start] not in NUMBERS | _NOT_NAMES:
+            original = _WORD_ANY_CASE.findall(text)
+            if start < len(original) and original[start][:1].isupper():
+                subject = "person"  # a name: "Bob stole my hammer"
+        if subject == "other" and not first_clause and len(words) <= 2 and not set(words) & _POINTERS:
+            subject = "second"  # a lone name for the listener after a comma: "..., traitor."
+        request = question and self.request is not None and bool(self.request.search(" ".join(words[start:])))
+        return Clause(
+            text=text,
+            line=line,
+            role=role,
+            subject=subject,
+            question=question,
+            request=request,
+            hypothetical=conditional
+            or (self.hypothetical is not None and bool(self.hypothetical.search(text))),
+            hearsay=self.hearsay is not None and bool(self.hearsay.search(text)),
+            figure=self.figure is not None and bool(self.figure.search(text)),
+        )
+
+    def subject(self, words: list[str]) -> Subject:
+        """Who a clause opening with ``words`` is about."""
+        if not words:
+            return "other"
+        first = words[0]
+        if first in FIRST or (first == "let" and words[1:2] in (["me"], ["us"])):
+            return "first"
+        if first in SECOND:
+            return "second"
+        if first in PERSONS:
+            return "person"
+        if first in THINGS:
+            return "thing"
+        if first in self.imperatives:
+            return "command"
+        return "other"
+
+
+def agent(clause: Clause, end: int) -> Subject:
+    """Who does what is said at ``end`` of ``clause``'s text: the nearest subject pronoun
+    before it (not the object of a preposition: "I covered for you" is the speaker's
+    doing), else the clause's subject."""
+    words = _WORD.findall(clause.text[:end].lower())
+    for index in range(len(words) - 1, -1, -1):
+        found = AGENTS.get(words[index])
+        if found is not None and (index == 0 or words[index - 1] not in PREPOSITIONS):
+            return found
+    return clause.subject
