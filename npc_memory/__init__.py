@@ -34,7 +34,11 @@ from npc_memory.errors import (
 from npc_memory.installation import get_plugin, install, uninstall
 from npc_memory.llm import Reply
 from npc_memory.plugin import (
+    ClonePlan,
+    ConsentReport,
     ConversationEnded,
+    EndGameReport,
+    ForgetReport,
     Health,
     MemoryPlugin,
     PromptMessages,
@@ -59,10 +63,14 @@ __all__ = [
     "SECONDS_PER_DAY",
     "AlreadyInstalledError",
     "AnthropicExtractor",
+    "ClonePlan",
+    "ConsentReport",
     "ConversationEnded",
     "DuplicateKeyError",
+    "EndGameReport",
     "EpisodicMemory",
     "EventHandlerError",
+    "ForgetReport",
     "GameClock",
     "Health",
     "InvalidArgumentError",

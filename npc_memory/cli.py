@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
 from npc_memory.content import bundled_packs, load_pack
-from npc_memory.errors import InvalidArgumentError, PackError, StoreError, UnknownContentError
+from npc_memory.errors import InvalidArgumentError, NpcMemoryError, PackError, StoreError, UnknownContentError
+
+if TYPE_CHECKING:
+    from npc_memory.plugin import MemoryPlugin
+    from npc_memory.store import TinyDBStore
+
+T = TypeVar("T")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,12 +89,14 @@ def _parser() -> argparse.ArgumentParser:
     mode = load.add_mutually_exclusive_group()
     mode.add_argument("--merge", action="store_true", help="overwrite documents with the same keys")
     mode.add_argument("--replace", action="store_true", help="also delete documents not in the export")
+    load.add_argument("--actor", default=_default_actor(), help="who asks, for the audit log")
     load.set_defaults(run=_import)
 
     repair = commands.add_parser(
         "repair", help="mend a damaged store: restore previous generations, mend values, fold the journal"
     )
     repair.add_argument("--db", required=True, metavar="PATH", help="store directory")
+    repair.add_argument("--actor", default=_default_actor(), help="who asks, for the audit log")
     repair.add_argument(
         "--quarantine", action="store_true",
         help="move documents that cannot be mended into PATH/quarantine so the rest of the world loads",
@@ -101,6 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--db", required=True, metavar="PATH", help="store directory")
     inspect.add_argument("--npc", metavar="KEY", help="show this NPC's relationships and memories")
     inspect.set_defaults(run=_inspect)
+
+    _privacy_commands(commands)
 
     migrate = commands.add_parser(
         "migrate", help="copy a world from one store to another (TinyDB or PostgreSQL)"
@@ -124,6 +137,60 @@ def _parser() -> argparse.ArgumentParser:
     listing = pack_commands.add_parser("list", help="list the bundled packs")
     listing.set_defaults(run=_pack_list)
     return parser
+
+
+def _privacy_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    def store_command(
+        name: str, help_text: str, run: Callable[[argparse.Namespace], int]
+    ) -> argparse.ArgumentParser:
+        command = commands.add_parser(name, help=help_text)
+        command.add_argument("--db", required=True, metavar="PATH", help="store directory")
+        command.add_argument("--json", action="store_true", help="print the result as JSON")
+        command.set_defaults(run=run)
+        return command
+
+    def changing(command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--actor",
+            default=_default_actor(),
+            help="who asks, for the audit log (default cli:<user>)",
+        )
+        command.add_argument(
+            "--pack", default=None, help="content pack (default: the store's pack if bundled, else village)"
+        )
+
+    forget = store_command("forget", "forget a player everywhere, in every generation on disk", _forget)
+    who = forget.add_mutually_exclusive_group(required=True)
+    who.add_argument("--player", metavar="KEY", help="the player's key")
+    who.add_argument("--resume", action="store_true", help="only finish forgetting a crash interrupted")
+    changing(forget)
+    end_game = store_command(
+        "end-game", "purge (or compact) the session and anon memories of a game", _end_game
+    )
+    end_game.add_argument("--game", metavar="ID", help="game id (default: the store's current game)")
+    changing(end_game)
+    consent = store_command("consent", "record whether a player consents to be remembered", _consent)
+    consent.add_argument("--player", required=True, metavar="KEY", help="the player's key")
+    choice = consent.add_mutually_exclusive_group(required=True)
+    choice.add_argument("--give", action="store_true", help="the player consents")
+    choice.add_argument("--withdraw", action="store_true", help="the player withdraws consent")
+    changing(consent)
+    clone = store_command("clone", "copy an NPC's general memories to another NPC", _clone)
+    clone.add_argument("--from", dest="source", required=True, metavar="NPC", help="source NPC key")
+    clone.add_argument("--to", dest="target", required=True, metavar="NPC", help="target NPC key")
+    clone.add_argument(
+        "--categories", default="profile,social,knowledge", help="comma-separated (default: all three)"
+    )
+    clone.add_argument("--dry-run", action="store_true", help="only list what would be copied")
+    changing(clone)
+    store_command("audit", "list the store's audit log", _audit)
+
+
+def _default_actor() -> str:
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no user name for this uid (containers)
+        return "cli"
 
 
 def _positive_int(text: str) -> int:
@@ -215,7 +282,7 @@ def _import(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise StoreError(f"cannot read {args.file}: {exc}") from exc
         mode: ImportMode = "merge" if args.merge else "replace" if args.replace else "new"
-        count = import_store(args.db, data, mode=mode, source=source, world=args.world)
+        count = import_store(args.db, data, mode=mode, source=source, world=args.world, actor=args.actor)
         print(f"imported {count} documents into {describe(args.db)}")
         return 0
 
@@ -226,7 +293,7 @@ def _repair(args: argparse.Namespace) -> int:
     from npc_memory.store.tools import repair_store
 
     def run() -> int:
-        report = repair_store(args.db, quarantine=args.quarantine)
+        report = repair_store(args.db, quarantine=args.quarantine, actor=args.actor)
         for path in report.restored:
             print(f"restored {path} from its previous generation (the damaged file is kept as .broken)")
         for path, changes in report.mended:
@@ -287,6 +354,125 @@ def _stats(args: argparse.Namespace) -> int:
         return 0 if stats.health == "ok" else 1
 
     return _store_command("stats", args.db, run)
+
+
+def _with_plugin(
+    args: argparse.Namespace, name: str, action: Callable[[MemoryPlugin], msgspec.Struct]
+) -> int:
+    """Open the store at ``args.db`` (refused while a game runs on it) in a private
+    esper world, run ``action`` on its plugin, save, and print the result."""
+    import esper
+
+    import npc_memory
+
+    def run() -> int:
+        path = Path(args.db)
+        meta = _read_store(path, lambda store: store.read_meta())
+        pack = args.pack or (meta.pack if meta is not None and meta.pack in bundled_packs() else "village")
+        world = f"npc-memory-{name}-{os.getpid()}"
+        plugin = npc_memory.install(world=world, pack=pack, store=path)
+        try:
+            result = action(plugin)
+        finally:
+            npc_memory.uninstall(world)
+            esper.delete_world(world)
+        if args.json:
+            sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(result), indent=2) + b"\n")
+        else:
+            sys.stdout.write(_describe(name, result))
+        return 0
+
+    try:
+        return _store_command(name, args.db, run)
+    except NpcMemoryError as exc:
+        print(f"npc-memory {name}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _describe(name: str, result: msgspec.Struct) -> str:
+    """A line or a few about a privacy operation's result."""
+    data = msgspec.to_builtins(result)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(data.get("counts", {}).items()) if v) or "nothing"
+    if name == "forget" and "resumed" in data:
+        finished = [f"finished forgetting player {r['player']}\n" for r in data["resumed"]]
+        return "".join(finished) or "nothing to finish\n"
+    if name == "forget":
+        return f"forgot player {data['player']}: {counts}\n"
+    if name == "end-game":
+        return f"ended game {data['game']}: {counts}\n"
+    if name == "consent":
+        return f"player {data['player']} consent {'given' if data['consent'] else 'withdrawn'}: {counts}\n"
+    lines = [f"clone {data['source']} -> {data['target']}{' (dry run)' if data['dry_run'] else ''}:"]
+    for category, items in data["items"].items():
+        lines += [f"  {category}: {item['id']} {item['content']}" for item in items]
+    lines += [f"  skipped {s['category']} {s['id']}: {s['reason']}" for s in data["skipped"]]
+    return "\n".join(lines) + "\n"
+
+
+class _Resumed(msgspec.Struct):
+    """What ``forget --resume`` finished: one report per interrupted forgetting."""
+
+    resumed: list[msgspec.Struct]
+
+
+def _forget(args: argparse.Namespace) -> int:
+    if args.resume:
+        return _with_plugin(args, "forget", lambda p: _Resumed(list(p.resumed)))
+    return _with_plugin(args, "forget", lambda p: p.forget_player(args.player, actor=args.actor))
+
+
+def _end_game(args: argparse.Namespace) -> int:
+    return _with_plugin(args, "end-game", lambda p: p.end_game(args.game, actor=args.actor))
+
+
+def _consent(args: argparse.Namespace) -> int:
+    return _with_plugin(
+        args, "consent", lambda p: p.set_consent(args.player, bool(args.give), actor=args.actor)
+    )
+
+
+def _clone(args: argparse.Namespace) -> int:
+    categories = [c.strip() for c in args.categories.split(",") if c.strip()]
+    return _with_plugin(
+        args,
+        "clone",
+        lambda p: p.clone(args.source, args.target, categories, dry_run=args.dry_run, actor=args.actor),
+    )
+
+
+def _read_store(path: Path, read: Callable[[TinyDBStore], T]) -> T:
+    """What ``read`` reads from the store at ``path``, opened read-only."""
+    from npc_memory.store import TinyDBStore
+    from npc_memory.store.tinydb_store import is_store
+
+    if not path.is_dir() or not is_store(path):
+        raise StoreError(f"no store at {path}")
+    store = TinyDBStore(path, create=False, read_only=True)
+    try:
+        return read(store)
+    finally:
+        store.close()
+
+
+def _audit(args: argparse.Namespace) -> int:
+    def run() -> int:
+        readout = _read_store(Path(args.db), lambda store: store.read_audit())
+        if args.json:
+            sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(readout), indent=2) + b"\n")
+        else:
+            for e in readout.entries:
+                counts = " ".join(f"{k}={v}" for k, v in sorted(e.counts.items()) if v)
+                when = f"{e.wall_time or '-':25} {e.game_time:>10.0f}"
+                print(f"{when} {e.actor or '-':16} {e.action:14} {e.target} {counts}")
+        for problem in readout.problems:
+            print(
+                f"npc-memory audit: {problem.file}:{problem.line}: {problem.problem} (skipped; "
+                "'npc-memory repair' mends the file)",
+                file=sys.stderr,
+            )
+        return 1 if readout.problems else 0
+
+    return _store_command("audit", args.db, run)
 
 
 def _migrate(args: argparse.Namespace) -> int:

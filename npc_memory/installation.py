@@ -20,7 +20,7 @@ from npc_memory.errors import AlreadyInstalledError, InvalidArgumentError, NotIn
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.extraction.rules import RuleBasedExtractor
 from npc_memory.plugin import MemoryPlugin
-from npc_memory.rules.validation import check_flag, check_positive
+from npc_memory.rules.validation import MAX_KEY_CHARS, check_flag, check_positive, check_text
 from npc_memory.state import ErrorPolicy, EventBus, EventQueue, Registry, WorldState
 from npc_memory.store import MigrationContext, Store, TinyDBStore
 from npc_memory.store.documents import unpack_rng_state
@@ -50,6 +50,7 @@ def install(
     event_errors: ErrorPolicy = "raise",
     deterministic: bool = False,
     priority: int = PRIORITY_BASE,
+    game_id: str = "default",
 ) -> MemoryPlugin:
     """Install the plugin into esper world ``world`` (default: the current world).
 
@@ -77,7 +78,9 @@ def install(
     fits in a millisecond depends on the machine, so ``deterministic=True`` drops the
     time budgets and keeps the count caps: the same seed then gives the same world on
     any machine (headless simulations, replays, tests). ``priority`` is the base esper
-    priority of the plugin's processors.
+    priority of the plugin's processors. ``game_id`` names the game being played: every
+    memory and fact made from now on carries it, and ``plugin.end_game()`` purges the
+    ``session`` and ``anon`` ones of that game.
 
     The world that was current before the call is current again afterwards.
     Raises :class:`AlreadyInstalledError` if a plugin is installed in ``world``,
@@ -95,6 +98,7 @@ def install(
     if fixed_step is not None:
         check_positive("fixed_step", fixed_step, "real seconds")
     check_flag("deterministic", deterministic)
+    game = check_text("game_id", game_id, MAX_KEY_CHARS)
     check_flag("forward_events", forward_events)
     if not isinstance(pack, (str, os.PathLike, Pack)):
         raise InvalidArgumentError(f"pack must be a bundled pack name, a path or a Pack, got {pack!r}")
@@ -122,6 +126,7 @@ def install(
             seed=seed,
             registry=Registry(name),
             events=EventQueue(EventBus(), name, forward=forward_events, errors=event_errors),
+            game=game,
         )
         snapshots = 0
         if contents is not None:

@@ -55,6 +55,7 @@ from npc_memory.events import Event
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.llm import Reply
 from npc_memory.query import MemoryQuery
+from npc_memory.rules.privacy import CLONE_CATEGORIES
 from npc_memory.rules.validation import (
     GAME_ONLY_TAGS,
     MAX_KEY_CHARS,
@@ -89,9 +90,16 @@ from npc_memory.services import (
     Resolver,
     SafetyService,
 )
+from npc_memory.services.privacy import (
+    ClonePlan,
+    ConsentReport,
+    EndGameReport,
+    ForgetReport,
+    PrivacyService,
+)
 from npc_memory.state import Ref, Subscription, WorldState
 from npc_memory.state.world import world_context
-from npc_memory.store import Store
+from npc_memory.store import NpcDocument, PlayerDocument, Store
 from npc_memory.store.files import write_atomic
 from npc_memory.store.tools import export_bytes
 from npc_memory.systems import (
@@ -124,7 +132,17 @@ MAX_CONTEXT_TOKENS = 1_000_000
 
 log = logging.getLogger("npc_memory.events")
 
-__all__ = ["ConversationEnded", "Health", "MemoryPlugin", "PromptMessages", "Ref"]
+__all__ = [
+    "ClonePlan",
+    "ConsentReport",
+    "ConversationEnded",
+    "EndGameReport",
+    "ForgetReport",
+    "Health",
+    "MemoryPlugin",
+    "PromptMessages",
+    "Ref",
+]
 
 
 def _delivers(method: F) -> F:
@@ -170,15 +188,22 @@ class MemoryPlugin:
         self._conversations = ConversationService(
             state, pipeline, self._memories, self._knowledge, self._relationships
         )
+        self._persistence.excluded = self._conversations.dropped
         self._population = PopulationService(state, self._persistence, self._knowledge, self._conversations)
         self._maintenance = MaintenanceService(
             state, pipeline, self._memories, self._relationships, self._knowledge
         )
         self._dialogue = DialogueService(state, self._relationships, self._conversations, pipeline)
+        self._privacy = PrivacyService(
+            state, self._persistence, self._memories, self._knowledge, self._relationships,
+            self._conversations, self._maintenance,
+        )  # fmt: skip
         self.query = MemoryQuery(self._resolve, self._relationships, self._knowledge)
         """Typed, in-memory questions for game logic."""
         self.processors: list[esper.Processor] = []
         """The plugin's esper processors, in the order they run."""
+        self.resumed: list[ForgetReport] = self._privacy.resume()
+        """Forgetting that a crash interrupted and this start finished (see :meth:`forget_player`)."""
 
     world = property(
         lambda self: self._state.world, doc="Name of the esper world the plugin is installed in."
@@ -410,13 +435,20 @@ class MemoryPlugin:
         """Take an NPC or player out of the live world: detach the plugin's components
         from its entity (the entity itself stays). Its state is kept (in the store, if
         any) and restored if the key is added again, unless ``forget`` deletes it. The
-        key of an NPC or player that is only in the store may be forgotten too."""
+        key of an NPC or player that is only in the store may be forgotten too. Forgetting
+        a player is :meth:`forget_player` (everything about them, everywhere)."""
         check_flag("forget", forget)
         if isinstance(ref, str) and ref not in self._state.registry.by_key and ref in self._state.stored:
-            if forget:
+            if forget and isinstance(self._state.stored[ref], PlayerDocument):
+                self._privacy.forget_player(ref, actor="plugin")
+            elif forget:
                 self._population.forget_stored(ref)
             return
-        self._population.remove(self._state.registry.handle(ref), forget=forget)
+        handle = self._state.registry.handle(ref)
+        if forget and isinstance(handle, PlayerHandle):
+            self._privacy.forget_player(handle.identity.key, actor="plugin")
+            return
+        self._population.remove(handle, forget=forget)
 
     def move(self, ref: Ref, room: str | None) -> None:
         """Put an NPC or player in ``room`` (``None``: nowhere in particular); the same
@@ -491,7 +523,9 @@ class MemoryPlugin:
         Keeps the pair within its caps by evicting (see :func:`rules.memory.insert`);
         returns the new record, which is itself evicted at once if it ranks below
         every unlocked memory of a full kind. Memories tagged ``game-only`` are
-        refused with :class:`PrivacyError`. Nothing is changed when an error is raised.
+        refused with :class:`PrivacyError`, as is a world-scoped ``social`` or ``profile``
+        memory naming a player who has not consented. The memory carries the current
+        game's id (``install(game_id=...)``). Nothing is changed when an error is raised.
         ``content`` is screened (see :attr:`safety`): personal data becomes typed
         placeholders, and content that tries to instruct a model is kept as a marked
         quotation tagged ``flagged`` that moves no relationship.
@@ -514,6 +548,8 @@ class MemoryPlugin:
         check_flag("locked", locked)
         check_flag("affect_relationship", affect_relationship)
         resolved_scope = check_scope(scope, target)
+        if target is None:
+            self._privacy.check_world_memory(text, resolved_scope)
         if affect_relationship and target is None:
             raise InvalidArgumentError("affect_relationship needs a player, not a world-scoped memory")
         if kind != "procedural" and (pattern is not None or trigger is not None):
@@ -620,7 +656,9 @@ class MemoryPlugin:
         relationship by the pack's tag rules. ``topic`` (default: the first tag) groups
         competing beliefs about the subject; ``expires_in`` in game seconds. Returns the
         keys of the witnesses (sorted); none when the safety screen flagged the content and
-        the pack drops flagged text."""
+        the pack drops flagged text. The facts' scope follows the subject's consent (see
+        :meth:`end_game`); about no one, ``social``, or ``session`` when the content names
+        a player who has not consented."""
         room_name = check_text("room", room, MAX_KEY_CHARS)
         text, tag_tuple, topic = _fact_arguments(
             self.limits, content, tags, importance, confidence, category, topic, expires_in
@@ -629,6 +667,7 @@ class MemoryPlugin:
         return self._knowledge.observe(
             room_name,
             text,
+            scope=self._privacy.world_fact_scope(text) if subject_key is None else None,
             subject=subject_key,
             tags=tag_tuple,
             importance=float(importance),
@@ -655,7 +694,7 @@ class MemoryPlugin:
     ) -> Fact | None:
         """Give one NPC an authored fact (quest logic, scripted lore). Returns the
         stored fact, or ``None`` if the NPC already knew it (or the safety screen flagged
-        it and the pack drops flagged text)."""
+        it and the pack drops flagged text). Its scope is chosen as for :meth:`observe`."""
         handle = self._resolve.npc(npc)
         text, tag_tuple, topic = _fact_arguments(
             self.limits, content, tags, importance, confidence, category, topic, expires_in
@@ -676,6 +715,7 @@ class MemoryPlugin:
             locked=locked,
             expires_in=expires_in,
             origin=f"authored:{handle.identity.key}:{text}",
+            scope=self._privacy.world_fact_scope(text) if subject_key is None else None,
         )
 
     def facts(self, npc: Ref, *, include_disbelieved: bool = False) -> list[Fact]:
@@ -807,6 +847,100 @@ class MemoryPlugin:
         Returns the new relationship."""
         return self._relationships.record_interaction(self._resolve.npc(npc), self._resolve.player(player))
 
+    # ------------------------------------------------------------------ privacy
+
+    @_delivers
+    def forget_player(self, player: Ref, *, actor: str = "plugin") -> ForgetReport:
+        """Forget a player everywhere: the player (live or only in the store), every
+        NPC's memories about them and relationship with them, facts about them or
+        naming them (gossip copies included), their open conversations, conversation
+        summaries and waiting extraction work (a result still in flight is dropped when
+        it arrives), summaries and habits derived from them, their faction standing,
+        and — with a store — every generation on disk: the journal is folded and
+        emptied, older generations (``.prev``), damaged copies (``.broken``) and
+        temporary files that mention them are scrubbed, and their document is
+        deleted. The key and name then appear in no store file and no later export.
+
+        Idempotent (an unknown key is forgotten again harmlessly); takes time in
+        proportion to the world and waits for the store. Crash-safe: a kill in the
+        middle leaves a record the next ``install`` finds; it finishes the forgetting
+        (see :attr:`resumed`) and the audit log says so. ``actor`` names who asked
+        (recorded in the audit log, where the player appears only as a salted
+        pseudonym)."""
+        key = self._player_key(player)
+        return self._privacy.forget_player(key, actor=_actor(actor))
+
+    @_delivers
+    def end_game(self, game_id: str | None = None, *, actor: str = "plugin") -> EndGameReport:
+        """End game ``game_id`` (default: the current one, ``install(game_id=...)``):
+        its ``session`` and ``anon`` memories and facts are purged — or, with the
+        pack's ``privacy.end_game = "compact"``, folded into a few ``social`` memories
+        per NPC that name no player — as are the open conversations and summaries of
+        players who have not consented and everything held about anonymous
+        participants (the stored documents of those no longer in the live world
+        included). Saved at once; recorded in the audit log."""
+        if game_id is not None:
+            game_id = check_text("game_id", game_id, MAX_KEY_CHARS)
+        self._check_installed()
+        return self._privacy.end_game(game_id, actor=_actor(actor))
+
+    @_delivers
+    def set_consent(self, player: Ref, consent: bool, *, actor: str = "plugin") -> ConsentReport:
+        """Record whether ``player`` agrees to be remembered across games. Withdrawn:
+        their ``player`` and ``social`` memories and facts become ``anon`` fragments of
+        the current game with their name and key taken out (the next ``end_game``
+        removes them), or are purged (pack ``privacy.withdrawn_consent = "purge"``).
+        Given again: new memories are ``player``-scoped; nothing already anonymised
+        is linked back. Recorded in the audit log."""
+        check_flag("consent", consent)
+        key = self._player_key(player)
+        return self._privacy.set_consent(key, consent, actor=_actor(actor))
+
+    @_delivers
+    def clone(
+        self,
+        source_npc: Ref,
+        target_npc: Ref,
+        categories: Iterable[str] = ("profile", "social", "knowledge"),
+        *,
+        dry_run: bool = True,
+        actor: str = "plugin",
+    ) -> ClonePlan:
+        """Copy ``source_npc``'s general memories to ``target_npc``: ``profile`` and
+        ``social`` world memories, and ``knowledge`` (facts about no player). Never
+        copied: memories about a player, ``session`` and ``anon`` items, anything
+        tagged sensitive or game-only (pack ``privacy.sensitive_tags``), flagged by
+        the safety filter, or naming a player who has not consented. Each copy records
+        ``cloned_from`` and ``cloned_at``. ``dry_run`` (the default) returns the plan
+        without writing; a real run copies exactly what the dry run listed. Both are
+        recorded in the audit log."""
+        source = self._resolve.npc(source_npc, stored=True)
+        target = self._resolve.npc(target_npc, stored=True)
+        if source.identity.key == target.identity.key:
+            raise InvalidArgumentError("clone needs two different NPCs")
+        if isinstance(categories, str) or not isinstance(categories, Iterable):
+            raise InvalidArgumentError(f"categories must be a list of names, got {categories!r}")
+        chosen = list(dict.fromkeys(categories))
+        unknown = [c for c in chosen if c not in CLONE_CATEGORIES]
+        if unknown or not chosen:
+            raise InvalidArgumentError(
+                f"categories must be some of {', '.join(CLONE_CATEGORIES)}, got {list(categories)!r}"
+            )
+        check_flag("dry_run", dry_run)
+        return self._privacy.clone(source, target, chosen, dry_run=dry_run, actor=_actor(actor))
+
+    def _player_key(self, player: Ref) -> str:
+        """The key of a live or stored player, or of one known only by key (forgotten)."""
+        self._check_installed()
+        if isinstance(player, str):
+            key = check_text("player", player, MAX_KEY_CHARS)
+            if self._state.registry.live_npc(key) is not None or isinstance(
+                self._state.stored.get(key), NpcDocument
+            ):
+                raise InvalidArgumentError(f"{key!r} is an NPC, not a player")
+            return key
+        return self._resolve.player(player).identity.key
+
     # ------------------------------------------------------------------ events
 
     def on(self, event_type: type[E], handler: Callable[[E], None]) -> Subscription:
@@ -837,6 +971,10 @@ class MemoryPlugin:
                 f"key {key!r} is already used by entity {self._state.registry.by_key[key]}"
             )
         return key, None if name is None else check_text("name", name, MAX_KEY_CHARS), check_room(room)
+
+
+def _actor(actor: str) -> str:
+    return check_text("actor", actor, MAX_KEY_CHARS)
 
 
 def _entity(handle: NpcHandle | PlayerHandle) -> int:

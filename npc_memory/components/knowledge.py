@@ -7,6 +7,7 @@ from typing import Literal
 import msgspec
 
 from npc_memory.components.bounds import Count, Serial, Unit
+from npc_memory.components.memory import Scope
 
 FactCategory = Literal["player_trait", "world_event", "location", "npc_gossip", "faction_intel"]
 FactSource = Literal["observation", "conversation", "gossip", "authored"]
@@ -40,6 +41,14 @@ class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     they stopped being believed (``disbelieved_at``). The same claim heard again from
     another origin merges into the fact (``aliases``). ``chain`` is the provenance,
     first-hand learning first. Times in game seconds; ranges in [0, 1].
+
+    ``scope`` is the privacy scope (see :data:`~npc_memory.components.memory.Scope`):
+    ``player``/``session``/``anon`` for a fact about a player (by their consent and
+    anonymity), ``social`` for general knowledge, ``profile`` for the pack's authored
+    background; gossip copies keep it (``None`` in facts saved before scopes were
+    recorded: read as ``session`` for a fact about a player, else ``social``).
+    ``game`` is the game it was learned in; ``cloned_from``/``cloned_at`` mark a copy
+    made by ``clone``.
     """
 
     id: str
@@ -62,6 +71,10 @@ class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     disbelieved_at: float | None = None
     aliases: tuple[str, ...] = ()
     """Origins of the same claim heard since, merged into this fact (at most 8 kept)."""
+    scope: Scope | None = None
+    game: str | None = None
+    cloned_from: str | None = None
+    cloned_at: float | None = None
 
 
 class KnowledgeBase(msgspec.Struct, kw_only=True):

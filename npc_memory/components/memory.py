@@ -38,7 +38,10 @@ class MemoryRecord(
 
     ``importance``: author-assigned weight; ``confidence``: certainty; ``intensity``:
     emotional intensity; all in [0, 1]. ``created`` and ``last_accessed`` are game
-    seconds. ``locked`` memories are never decayed or evicted.
+    seconds. ``locked`` memories are never decayed or evicted (a pack's retention
+    limits still apply). ``game`` is the id of the game the memory was made in
+    (``None``: made before games had ids). A copy made by ``clone`` names the NPC it
+    came from (``cloned_from``) and when (``cloned_at``, game seconds).
     """
 
     id: str
@@ -56,6 +59,9 @@ class MemoryRecord(
     scope: Scope = "session"
     room: str | None = None
     source_conversation: str | None = None
+    game: str | None = None
+    cloned_from: str | None = None
+    cloned_at: float | None = None
 
 
 class EpisodicMemory(MemoryRecord, frozen=True, gc=False, tag="episodic"):

@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from npc_memory.components.knowledge import FactCategory
-from npc_memory.components.memory import Valence
+from npc_memory.components.memory import Scope, Valence
 from npc_memory.components.relationship import Dimension
 from npc_memory.content import defaults
 
@@ -110,7 +110,7 @@ and phrases ("how much") are valid as they are."""
 
 _SAMPLE_VALUES: dict[str, object] = {
     "player": "Alice", "tag": "trade", "time": "morning", "label": "traded with me",
-    "speaker": "Hilda", "quote": "How much?", "habitually": "habitually ", "count": 3,
+    "speaker": "Hilda", "quote": "How much?", "habitually": "habitually ", "count": 3, "people": 2,
 }
 
 
@@ -861,6 +861,38 @@ class ExtractionRules(_Model):
         return [(group, tuple(tags)) for group, tags in found.items()]
 
 
+class PrivacyRules(_Model):
+    """What the privacy model keeps, for how long, and what ending a game leaves.
+
+    ``retention_days``: the longest a memory or fact of a scope may be kept, in game
+    days from when it was made (a scope not named is kept until something else removes
+    it); DecaySystem removes older ones on its daily visit of each NPC, locked ones too.
+    ``end_game``: what ``end_game`` does with the ending game's ``session`` and ``anon``
+    memories and facts: ``purge`` deletes them; ``compact`` first folds the memories of
+    each NPC into at most ``compact_max_per_npc`` world-scoped ``social`` memories, one
+    per tag, worded by ``compact_template`` (``{tag}``, and ``{people}``: how many
+    different participants it came from), which name no player.
+    ``withdrawn_consent``: what ``set_consent(player, False)`` does with the player's
+    ``player``- and ``social``-scoped memories and facts: ``anonymize`` turns them into
+    ``anon`` fragments of the current game with the player's name and key taken out
+    (so the next ``end_game`` removes them), ``purge`` deletes them at once.
+    ``sensitive_tags``: memories and facts with any of these tags are never cloned.
+    """
+
+    retention_days: dict[Scope, Annotated[float, Field(gt=0.0, allow_inf_nan=False)]] = Field(
+        default_factory=dict
+    )
+    end_game: Literal["purge", "compact"] = "purge"
+    compact_max_per_npc: Annotated[int, Field(ge=1, le=100)] = 5
+    compact_template: Annotated[str, _template("tag", "people")] = (
+        "Visitors in past games talked about {tag} ({people} of them)"
+    )
+    withdrawn_consent: Literal["anonymize", "purge"] = "anonymize"
+    sensitive_tags: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=lambda: ["sensitive", "secret", "private"]
+    )
+
+
 class Pack(_Model):
     """A whole content pack."""
 
@@ -876,6 +908,7 @@ class Pack(_Model):
     extraction: ExtractionRules = ExtractionRules()
     limits: Limits = Limits()
     safety: SafetyRules = SafetyRules()
+    privacy: PrivacyRules = PrivacyRules()
 
     @model_validator(mode="after")
     def _references_exist(self) -> Pack:

@@ -45,6 +45,12 @@ class FactionStanding:
         for player, disposition in dispositions.items():
             self._add(faction, player, -disposition, -1)
 
+    def forget_player(self, player: str) -> None:
+        """Drop every sum, count and band kept for ``player`` (it is forgotten)."""
+        for table in (self.sums, self.counts, self.current):
+            for key in [k for k in table if k[1] == player]:
+                del table[key]
+
     def leave_pair(self, faction: str, player: str, disposition: float) -> None:
         """A member of ``faction`` dropped its relationship with ``player``: it counts
         with the starting disposition again."""

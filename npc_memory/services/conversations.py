@@ -5,6 +5,8 @@ extraction jobs, and applying extraction results exactly once."""
 from __future__ import annotations
 
 import contextlib
+import re
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -18,6 +20,7 @@ from npc_memory.events import ExtractionDropped, MemoriesExtracted
 from npc_memory.extraction.model import ExtractionJob, ExtractionResult
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.extraction.rules import summarize
+from npc_memory.rules import privacy as privacy_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.rules.knowledge import FLAGGED
 from npc_memory.services.knowledge import KnowledgeService
@@ -76,6 +79,9 @@ class ConversationService:
         self.forgotten: dict[str, float] = {}
         """Keys forgotten while this plugin runs, with when (game seconds): results of
         conversations that ended by then are dropped."""
+        self.unmentionable: re.Pattern[str] | None = None
+        """Keys and names of players forgotten while this plugin runs: extracted
+        memories that mention one are not stored, waiting jobs that do are dropped."""
 
     def say(self, npc: NpcHandle, player: PlayerHandle, line: Turn, max_turns: int) -> None:
         """Append ``line`` to the open conversation of ``npc`` and ``player``."""
@@ -162,9 +168,8 @@ class ConversationService:
         once per conversation id. A result whose NPC or player is not in the live world
         waits (parked) until both are."""
         job = result.job
-        forgotten = self.forgotten
-        if forgotten and job.ended_at <= max(forgotten.get(job.npc, -1.0), forgotten.get(job.player, -1.0)):
-            return  # about an NPC or player forgotten since: dropped
+        if self.dropped(job):
+            return  # about an NPC or player forgotten since, or mentioning a forgotten player
         registry = self.state.registry
         npc, player = registry.live_npc(job.npc), registry.live_player(job.player)
         if npc is None or player is None:
@@ -182,6 +187,8 @@ class ConversationService:
         talk = self._talk_today(job.npc, job.player)
         rel = self.relationships.peek(npc, job.player, player.faction.faction)
         for extracted in result.memories:
+            if privacy_rules.mentions(self.unmentionable, extracted.content):
+                continue
             try:
                 memory = self.memories.remember(
                     npc,
@@ -270,6 +277,37 @@ class ConversationService:
         self.talk = {pair: talk for pair, talk in self.talk.items() if key not in pair}
         self.pipeline.forget_jobs_of(key)
         self.forgotten[key] = self.state.clock.now
+
+    def pending(self) -> list[ExtractionJob]:
+        """The pipeline's jobs not yet applied, but those about a forgotten NPC or player
+        or mentioning a forgotten player (what the store's metadata keeps)."""
+        return [job for job in self.pipeline.pending() if not self.dropped(job)]
+
+    def dropped(self, job: ExtractionJob) -> bool:
+        """Whether ``job``'s result will be dropped: it is about a key forgotten since it
+        ended, or its transcript mentions a forgotten player."""
+        forgotten = self.forgotten
+        if forgotten and job.ended_at <= max(forgotten.get(job.npc, -1.0), forgotten.get(job.player, -1.0)):
+            return True
+        pattern = self.unmentionable
+        return pattern is not None and any(privacy_rules.mentions(pattern, t.text) for t in job.turns)
+
+    def drop_jobs_mentioning(self, pattern: re.Pattern[str]) -> int:
+        """From now on, drop extraction work and results that mention what ``pattern``
+        finds (a forgotten player); returns the waiting jobs dropped."""
+        previous = self.unmentionable
+        self.unmentionable = pattern if previous is None else re.compile(
+            f"{previous.pattern}|{pattern.pattern}", re.IGNORECASE
+        )
+        pipeline = self.pipeline
+        before = len(pipeline.queue) + len(pipeline.parked) + len(pipeline.ready)
+        pipeline.parked = [r for r in pipeline.parked if not self.dropped(r.job)]
+        pipeline.ready = deque(r for r in pipeline.ready if not self.dropped(r.job))
+        kept = [job for job in pipeline.queue if not self.dropped(job)]
+        if len(kept) != len(pipeline.queue):
+            pipeline.queue.clear()
+            pipeline.queue.extend(kept)
+        return before - len(pipeline.queue) - len(pipeline.parked) - len(pipeline.ready)
 
     def unpark(self) -> None:
         """Apply the results that waited for their NPC or player to be added."""

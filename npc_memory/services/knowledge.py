@@ -4,9 +4,10 @@ NPC, the gossip board by room) that follow the components."""
 
 from __future__ import annotations
 
-from npc_memory.components import Fact, FactCategory, FactSource, Hop, NpcHandle
+from npc_memory.components import Fact, FactCategory, FactSource, Hop, NpcHandle, Scope
 from npc_memory.events import FactLearned, SecretLearned
 from npc_memory.rules import knowledge as knowledge_rules
+from npc_memory.rules import privacy as privacy_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.services.board import GossipBoard
 from npc_memory.services.relationships import RelationshipService
@@ -97,11 +98,16 @@ class KnowledgeService:
         teller: str | None = None,
         locked: bool = False,
         expires_in: float | None = None,
+        scope: Scope | None = None,
+        game: str | None = None,
     ) -> Fact | None:
         """File a fact in ``npc``'s knowledge (see :func:`npc_memory.rules.knowledge.learn`),
-        announce it, and return it; ``None`` if the NPC already knew its origin."""
+        announce it, and return it; ``None`` if the NPC already knew its origin.
+        ``scope`` defaults to :meth:`scope_of_subject`; ``game`` to the current game."""
         key = npc.identity.key
-        index = self.indexes[key]
+        index = self.indexes.get(key)
+        if index is None:  # an NPC only in the store (operator tools): indexed for this call
+            index = knowledge_rules.FactIndex(npc.knowledge, self.state.pack.knowledge, self.state.clock.now)
         if source == "authored":
             screened = self.safety.check(content, "learn_fact", key)
             kept = self.safety.kept(screened)
@@ -133,6 +139,8 @@ class KnowledgeService:
             created=now,
             expires=None if expires_in is None else now + expires_in,
             locked=locked,
+            scope=self.scope_of_subject(subject) if scope is None else scope,
+            game=self.state.game if game is None else game,
         )
         rules = self.state.pack.knowledge
         outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now, npc.relationships.by_player, index)
@@ -144,7 +152,8 @@ class KnowledgeService:
                 self.state.mark(key)
             return None
         npc.knowledge.next_id += 1
-        self.board.news(key, npc.location.room)
+        if npc.live:
+            self.board.news(key, npc.location.room)
         self.state.mark(key)
         stored = outcome.stored
         event_type = SecretLearned if "secret" in stored.tags else FactLearned
@@ -164,6 +173,32 @@ class KnowledgeService:
             )
         )
         return stored
+
+    def scope_of_subject(self, subject: str | None) -> Scope:
+        """The scope of a fact about ``subject``: by the player's consent and anonymity
+        (see :func:`npc_memory.rules.privacy.scope_for_player`), ``social`` for the
+        world or an NPC, ``session`` (the narrowest) for anyone the plugin does not know."""
+        if subject is None:
+            return "social"
+        player = self.state.registry.live_player(subject)
+        if player is not None:
+            return privacy_rules.scope_for_player(player.profile)
+        stored = self.state.stored.get(subject)
+        profile = getattr(stored, "profile", None)
+        if profile is not None:
+            return privacy_rules.scope_for_player(profile)
+        live_npc = self.state.registry.live_npc(subject) is not None
+        return "social" if live_npc or stored is not None else "session"
+
+    def replace_facts(self, npc: NpcHandle, facts: list[Fact]) -> None:
+        """``npc`` now knows ``facts`` (some left): its index and its room's gossip follow."""
+        npc.knowledge.facts = facts
+        if npc.live and npc.identity.key in self.indexes:
+            self.indexes[npc.identity.key] = knowledge_rules.FactIndex(
+                npc.knowledge, self.state.pack.knowledge, self.state.clock.now
+            )
+            self.board.touch(npc.location.room)
+        self.state.mark(npc.identity.key)
 
     def learn_authored(self, npc: NpcHandle) -> None:
         """Teach a newly added NPC the pack's authored facts meant for it."""
@@ -190,6 +225,7 @@ class KnowledgeService:
                 room=npc.location.room,
                 locked=authored.locked,
                 origin=f"pack:{pack.pack.name}:{number}",
+                scope="profile",
             )
 
     def observe(
@@ -204,6 +240,7 @@ class KnowledgeService:
         category: FactCategory | None,
         topic: str,
         expires_in: float | None,
+        scope: Scope | None = None,
     ) -> list[str]:
         """Every live NPC in ``room`` learns ``content`` first-hand; a fact about a player
         moves each witness's opinion. Returns the witnesses' keys, sorted."""
@@ -234,6 +271,7 @@ class KnowledgeService:
                 room=room,
                 expires_in=expires_in,
                 origin=origin,
+                scope=scope,
             )
             if fact is not None and fact.believed and not screened.flagged:
                 self.hearsay(npc, fact, 1.0)
@@ -245,12 +283,7 @@ class KnowledgeService:
         kept = [f for f in npc.knowledge.facts if not knowledge_rules.is_expired(f, now)]
         if len(kept) == len(npc.knowledge.facts):
             return False
-        npc.knowledge.facts[:] = kept
-        self.indexes[npc.identity.key] = knowledge_rules.FactIndex(
-            npc.knowledge, self.state.pack.knowledge, now
-        )
-        self.board.touch(npc.location.room)
-        self.state.mark(npc.identity.key)
+        self.replace_facts(npc, kept)
         return True
 
     def hearsay(self, npc: NpcHandle, fact: Fact, factor: float) -> None:
@@ -348,6 +381,8 @@ class KnowledgeService:
                 chain=fact.chain,
                 teller=teller_key,
                 expires_in=None if fact.expires is None else fact.expires - now,
+                scope=privacy_rules.fact_scope(fact),
+                game=fact.game,
             )
             if learned is None:
                 continue

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import operator
 from collections import Counter
 
-from npc_memory.components import NpcHandle, TriggerContext
+from npc_memory.components import MEMORY_KINDS, NpcHandle, Scope, TriggerContext
 from npc_memory.errors import MemoryCapacityError, PrivacyError
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.llm import Refusal, SummaryOutcome
 from npc_memory.rules import consolidation as consolidation_rules
 from npc_memory.rules import decay as decay_rules
+from npc_memory.rules import privacy as privacy_rules
 from npc_memory.services.knowledge import KnowledgeService
 from npc_memory.services.memories import MemoryService
 from npc_memory.services.relationships import RelationshipService
@@ -54,6 +56,14 @@ class MaintenanceService:
             future.cancel()
         self._summaries.clear()
 
+    def drop_player(self, player: str) -> None:
+        """Abandon the summaries in flight about ``player`` (being forgotten)."""
+        for npc, about, cluster, future in self._summaries:
+            if about == player:
+                future.cancel()
+                self._reserved.get(npc, set()).difference_update(m.id for m in cluster.episodes)
+        self._summaries = [entry for entry in self._summaries if entry[1] != player]
+
     def pairs_of(self, npc: str) -> list[str | None]:
         """The pairs of ``npc`` maintenance visits: ``None`` (its world-scoped memories and
         knowledge), then every player it has memories of or a relationship with."""
@@ -72,6 +82,9 @@ class MaintenanceService:
         now, rules = self.state.clock.now, self.state.pack.memory
         changed = False
         pair = handle.bank.pair(player)
+        retention = self.state.pack.privacy.retention_days
+        if retention:
+            changed |= self._enforce_retention(handle, player, retention, now)
         if pair is not None:
             changed |= bool(decay_rules.forget_faded(pair, rules, now))
             changed |= bool(decay_rules.enforce_caps(pair, rules, now))
@@ -85,6 +98,36 @@ class MaintenanceService:
             self.relationships.drift(handle, player)
         if changed:
             self.state.mark(npc)
+
+    def _enforce_retention(
+        self, handle: NpcHandle, player: str | None, retention: dict[Scope, float], now: float
+    ) -> bool:
+        """Remove the pair's memories (and, for the world pair, the NPC's facts) older
+        than their scope's retention; whether any went."""
+        changed = False
+        cutoffs = privacy_rules.retention_cutoffs(retention, now)
+        latest = max(cutoffs.values())  # nothing made at or after it is past any limit
+        never = float("-inf")
+        created = operator.attrgetter("created")
+        pair = handle.bank.pair(player)
+        if pair is not None:
+            for kind in MEMORY_KINDS:
+                records = getattr(pair, kind)
+                if records and min(map(created, records)) < latest and any(
+                    m.created < cutoffs.get(m.scope, never) for m in records
+                ):
+                    setattr(pair, kind, [m for m in records if m.created >= cutoffs.get(m.scope, never)])
+                    changed = True
+        if player is None:
+            facts = handle.knowledge.facts
+            scope = privacy_rules.fact_scope
+            if facts and min(map(created, facts)) < latest and any(
+                f.created < cutoffs.get(scope(f), never) for f in facts
+            ):
+                kept = [f for f in facts if f.created >= cutoffs.get(scope(f), never)]
+                self.knowledge.replace_facts(handle, kept)
+                changed = True
+        return changed
 
     def forget_player_of(self, npc: NpcHandle, player: str) -> None:
         """``npc`` lets go of ``player``: the relationship, unlocked memories and the

@@ -89,6 +89,7 @@ class MemoryService:
             "scope": scope,
             "room": npc.location.room if room is None else room,
             "source_conversation": source_conversation,
+            "game": self.state.game,
         }
         memory: Memory
         if kind == "episodic":

@@ -30,7 +30,7 @@ import datetime
 import logging
 import time
 from collections import deque
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from npc_memory.components import (
@@ -43,6 +43,7 @@ from npc_memory.components import (
 )
 from npc_memory.errors import StoreError, StoreLostError, StoreOwnershipError
 from npc_memory.events import SnapshotFailed, StoreOwnershipLost
+from npc_memory.extraction.model import ExtractionJob
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.state import WorldState
 from npc_memory.store import (
@@ -140,6 +141,8 @@ class PersistenceService:
         self.state = state
         self.store = store
         self.pipeline = pipeline
+        self.excluded: Callable[[ExtractionJob], bool] = lambda job: False
+        """Jobs the metadata must not keep (about or naming a forgotten player)."""
         self.shared = store if isinstance(store, SharedStore) else None
         """The store again where game servers share it (they claim what they add)."""
         self.snapshots = snapshots
@@ -242,19 +245,52 @@ class PersistenceService:
             self.audit("forget", key, actor)
 
     def audit(
-        self, action: str, target: str, actor: str = "plugin", details: dict[str, Any] | None = None
+        self,
+        action: str,
+        target: str,
+        actor: str = "plugin",
+        details: Mapping[str, Any] | None = None,
+        *,
+        counts: Mapping[str, int] | None = None,
     ) -> None:
         """Append an entry to the store's audit log (with the next batch)."""
         if self.writer is None:
             return
-        entry = AuditEntry(
+        entry = self.entry(action, target, actor, counts=counts, details=details)
+        self.writer.submit(WriteBatch(audit=[entry]))
+
+    def entry(
+        self,
+        action: str,
+        target: str,
+        actor: str,
+        *,
+        counts: Mapping[str, int] | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> AuditEntry:
+        """An audit entry dated now (game time and wall-clock UTC)."""
+        return AuditEntry(
             action=action,
             target=target,
+            actor=actor,
             game_time=self.state.clock.now,
             wall_time=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            details=details or {},
+            counts=dict(counts or {}),
+            details=dict(details or {}),
         )
-        self.writer.submit(WriteBatch(audit=[entry]))
+
+    def run_on_store(self, after: Callable[[Store], None], audit: Collection[AuditEntry] = ()) -> None:
+        """Run ``after`` with the store on the writer thread once everything handed to
+        it before is written, then append ``audit``; wait for it. Raises
+        :class:`StoreError` if it failed."""
+        if self.writer is None:
+            return
+        self._settle()
+        self.writer.submit(WriteBatch(after=after, audit=list(audit)))
+        self.writer.drain()
+        failures = self._settle()
+        if failures:
+            raise StoreError(f"writing to {self.store!r} failed: {failures[0]}") from failures[0]
 
     def meta(self, snapshots: int) -> StoreMeta:
         """The store-wide metadata now."""
@@ -268,7 +304,7 @@ class PersistenceService:
             rng_state=rng_state,
             rng_gauss=rng_gauss,
             snapshots=snapshots,
-            pending_extractions=self.pipeline.unsaved(),
+            pending_extractions=[j for j in self.pipeline.unsaved() if not self.excluded(j)],
         )
 
     # ------------------------------------------------------------------ snapshot rounds
@@ -305,9 +341,11 @@ class PersistenceService:
         elif self.writer.backlog < MAX_BACKLOG:
             self._capture_slice(now, started + budgets.snapshot_tick_ms / 1000.0)
 
-    def save(self) -> None:
+    def save(self, after: Callable[[Store], None] | None = None, audit: Collection[AuditEntry] = ()) -> None:
         """Write everything dirty now and wait until it is on disk; raises
-        :class:`StoreError` if any write failed (the changes stay queued)."""
+        :class:`StoreError` if any write failed (the changes stay queued). ``after``
+        then runs with the store on the writer thread and ``audit`` is appended (see
+        :class:`~npc_memory.store.writer.WriteBatch`)."""
         if self.writer is None:
             return
         self._settle()
@@ -328,9 +366,10 @@ class PersistenceService:
             self._start_round(now)
         keys, self._round = self._round, set()
         if self.capture_on_writer:  # this thread waits below: the writer sees one instant
-            self._submit_end([], now, keys)
+            self._submit_end([], now, keys, after=after, audit=audit)
         else:
-            self._submit_end([c for c in map(self._capture, keys, [now] * len(keys)) if c is not None], now)
+            captures = [c for c in map(self._capture, keys, [now] * len(keys)) if c is not None]
+            self._submit_end(captures, now, after=after, audit=audit)
         self._last_round_start = now
         self.writer.drain()
         failures = self._settle()
@@ -459,7 +498,15 @@ class PersistenceService:
         )
         self._round_active = True
 
-    def _submit_end(self, captures: list[Capture], now: float, keys: Collection[str] = ()) -> None:
+    def _submit_end(
+        self,
+        captures: list[Capture],
+        now: float,
+        keys: Collection[str] = (),
+        *,
+        after: Callable[[Store], None] | None = None,
+        audit: Collection[AuditEntry] = (),
+    ) -> None:
         """Submit the last batch of the current round (captures made here, or ``keys``
         for the writer to capture), with the metadata."""
         assert self.writer is not None
@@ -471,6 +518,8 @@ class PersistenceService:
                 keys=keys,
                 deletions=deletions,
                 meta=self.meta(self._round_number),
+                after=after,
+                audit=list(audit),
                 round=self._round_number,
                 since=self._round_since,
             )

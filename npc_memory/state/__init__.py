@@ -28,6 +28,7 @@ class WorldState:
     ``stored``: documents of NPCs and players the store holds that are not in the live
     world. ``dirty``: keys whose documents changed since they were last handed to the
     store (only tracked when ``persistent``). ``deleted``: keys to delete from the store.
+    ``game``: the id of the game being played (memories and facts made now carry it).
     """
 
     world: str
@@ -41,6 +42,7 @@ class WorldState:
     dirty: set[str] = field(default_factory=set)
     deleted: set[str] = field(default_factory=set)
     persistent: bool = False
+    game: str = "default"
     tick: TickBudget = field(default_factory=lambda: TickBudget(1.0))
     """The plugin's share of each tick (``budgets.tick_ms``) and whether one is running."""
 

@@ -13,7 +13,7 @@ from typing import Protocol
 
 import esper
 
-from npc_memory.components import Identity, NpcHandle, PlayerHandle
+from npc_memory.components import Identity, NpcHandle, PlayerHandle, PlayerProfile
 from npc_memory.components.handles import Handle
 from npc_memory.errors import DuplicateKeyError, InvalidArgumentError, UnknownEntityError
 from npc_memory.state.world import world_context
@@ -94,6 +94,14 @@ class Registry:
         else:
             self.players[entity] = handle
         return entity
+
+    def replace_profile(self, handle: PlayerHandle, profile: PlayerProfile) -> None:
+        """Give a player a new privacy profile (a frozen component: its entity gets the
+        new one, which esper counts as a structural change; consent changes are rare)."""
+        if handle.entity is not None:
+            with world_context(self.world):
+                esper.add_component(handle.entity, profile)
+        handle.profile = profile
 
     def detach(self, handle: Handle) -> None:
         """Unregister ``handle`` and take its components off its entity if it still

@@ -8,7 +8,16 @@ extra), is a :class:`SharedStore`: several game servers share a world, each owni
 NPCs and players it added.
 """
 
-from npc_memory.store.base import JournalStore, SharedStore, Store, StoreContents
+from npc_memory.store.audit import AuditProblem, AuditReadout
+from npc_memory.store.base import (
+    JournalStore,
+    PendingForget,
+    PrivacyStore,
+    PurgeReport,
+    SharedStore,
+    Store,
+    StoreContents,
+)
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -20,22 +29,28 @@ from npc_memory.store.documents import (
     encode_document,
 )
 from npc_memory.store.migrations import MigrationContext
-from npc_memory.store.tinydb_store import MsgspecStorage, TinyDBStore
+from npc_memory.store.tinydb_store import MsgspecStorage, TinyDBStore, check_unlocked
 
 __all__ = [
     "SCHEMA_VERSION",
     "AuditEntry",
+    "AuditProblem",
+    "AuditReadout",
     "Document",
     "EncodedDocument",
     "JournalStore",
     "MigrationContext",
     "MsgspecStorage",
     "NpcDocument",
+    "PendingForget",
     "PlayerDocument",
+    "PrivacyStore",
+    "PurgeReport",
     "SharedStore",
     "Store",
     "StoreContents",
     "StoreMeta",
     "TinyDBStore",
+    "check_unlocked",
     "encode_document",
 ]

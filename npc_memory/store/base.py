@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -59,6 +60,48 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release the store (idempotent)."""
+        ...
+
+
+class PurgeReport(msgspec.Struct, kw_only=True):
+    """What :meth:`PrivacyStore.purge` did: document files deleted (``removed``), older
+    generations and leftovers scrubbed, problems folding the journal, journal segments
+    left (0: none holds anything any more), and current files that still match."""
+
+    removed: int = 0
+    scrubbed: int = 0
+    journal: list[str] = msgspec.field(default_factory=list)
+    segments_left: int = 0
+    remaining: list[str] = msgspec.field(default_factory=list)
+
+
+class PendingForget(msgspec.Struct, frozen=True, kw_only=True):
+    """A player whose forgetting began and has not finished: what to look for. The
+    record exists only while the forgetting runs (a restart finishes it)."""
+
+    key: str
+    name: str | None = None
+
+
+@runtime_checkable
+class PrivacyStore(Store, Protocol):
+    """A store that can erase a player from every generation it keeps on disk, and
+    keeps the crash-safe record of forgetting still to finish and the audit salt."""
+
+    def pending_forgets(self) -> list[PendingForget]:
+        """The players whose forgetting began and has not finished."""
+        ...
+
+    def set_pending_forgets(self, pending: Sequence[PendingForget]) -> None:
+        """Durably record the forgetting still to finish (empty: none)."""
+        ...
+
+    def purge(self, pattern: re.Pattern[str], remove: Sequence[str] = ()) -> PurgeReport:
+        """Delete ``remove``'s documents and every older generation matching ``pattern``."""
+        ...
+
+    def audit_salt(self) -> bytes:
+        """The salt of the pseudonyms in the audit log."""
         ...
 
 

@@ -30,7 +30,9 @@ SCHEMA_VERSION = 2
 
 History: 1 — relationships had no record of which thresholds stood crossed;
 2 — ``Relationship.active_thresholds`` (threshold events fire once per crossing, also
-across restarts).
+across restarts). Fields added since with defaults need no migration: a document
+written before them reads with the default (memories' and facts' ``game`` is then
+``None``, a fact's ``scope`` ``None``: see :func:`npc_memory.rules.privacy.fact_scope`).
 """
 
 
@@ -102,14 +104,19 @@ def unpack_rng_state(rng: random.Random, state: str, gauss: float | None) -> Non
 
 
 class AuditEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One line of the append-only audit log: what was done, to what, when (game
-    seconds and wall-clock UTC ISO time), and any details."""
+    """One line of the append-only audit log: what was done (``action``), to what
+    (``target``: an NPC key, a store path, or a player's pseudonym, never a forgotten
+    player's key or name), by whom (``actor``, as the caller named itself), when (game
+    seconds and wall-clock UTC ISO time), how many items it touched (``counts``), and
+    any details."""
 
     action: str
     target: str = ""
     game_time: float = 0.0
     wall_time: str = ""
     details: dict[str, Any] = msgspec.field(default_factory=dict)
+    actor: str = ""
+    counts: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class EncodedDocument(msgspec.Struct, frozen=True, kw_only=True):

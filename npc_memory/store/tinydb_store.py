@@ -7,7 +7,9 @@ Layout of a store directory (``village.db/``)::
     docs/<slug>.json      TinyDB database per NPC (table "npcs") or player ("players")
     docs/<slug>.json.prev the previous good generation of that file
     journal/<n>.log       append-only journal segments (see npc_memory.store.journal)
-    audit.jsonl           append-only audit log, one JSON object per line
+    audit/<day>.jsonl     append-only audit log, a checksum per line (npc_memory.store.audit)
+    privacy-pending.json  players whose forgetting has not finished yet (exists only
+                          while it runs: a restart finishes it)
 
 Writes go to the journal: a batch of records (whole documents, patches, deletions,
 metadata) is appended and made durable with one fsync, whatever the number of
@@ -49,7 +51,8 @@ from npc_memory.errors import (
     StoreOwnershipError,
     StoreVersionError,
 )
-from npc_memory.store.base import StoreContents
+from npc_memory.store.audit import AUDIT_DIR, AuditLog, AuditReadout
+from npc_memory.store.base import PendingForget, PurgeReport, StoreContents
 from npc_memory.store.checks import consistency_problems, document_problems, meta_problems
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
@@ -94,7 +97,7 @@ log = logging.getLogger("npc_memory.store")
 META_FILE = "meta.json"
 DOCS_DIR = "docs"
 JOURNAL_DIR = "journal"
-AUDIT_FILE = "audit.jsonl"
+PENDING_FILE = "privacy-pending.json"
 DEFAULT_CHECKPOINT_BYTES = 64 * 1024 * 1024
 PAUSE_EVERY_RECORDS = 128
 """Journal records read between two calls of a checkpoint's ``pause`` (~0.1 ms)."""
@@ -161,8 +164,7 @@ _doc_file_decoder = msgspec.json.Decoder(_DocFile)
 _meta_decoder = msgspec.json.Decoder(_MetaFile)
 _lsn_decoder = msgspec.json.Decoder(_LsnOnly)
 _HEADER = record_encoder.encode(SegmentHeader())
-_audit_encoder = msgspec.json.Encoder()
-_audit_decoder = msgspec.json.Decoder(AuditEntry)
+_pending_decoder = msgspec.json.Decoder(list[PendingForget])
 
 
 def file_name(key: str) -> str:
@@ -238,6 +240,7 @@ class TinyDBStore:
             raise StoreError(f"{self.path} is a file, not a store directory")
         if self.path.is_dir() and any(self.path.iterdir()) and not is_store(self.path):
             raise StoreError(f"{self.path} is not empty and is not an npc-memory store; refusing to use it")
+        self._audit = AuditLog(self.path)
         try:
             if not self.path.exists():
                 if not create:
@@ -396,23 +399,22 @@ class TinyDBStore:
         return meta
 
     def audit(self) -> list[AuditEntry]:
-        """Every audit entry, oldest first. A torn last line (a crash while appending)
-        is ignored; damage anywhere else is an error."""
-        path = self.path / AUDIT_FILE
-        if not path.exists():
-            return []
-        lines = path.read_bytes().split(b"\n")
-        entries = []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                entries.append(_audit_decoder.decode(line))
-            except msgspec.DecodeError as exc:
-                if number == len(lines):  # no trailing newline: the append never completed
-                    break
-                raise StoreCorruptError(f"{path}:{number}", _describe(exc)) from exc
-        return entries
+        """Every readable audit entry, oldest first (see :meth:`read_audit`)."""
+        return self._audit.read().entries
+
+    def read_audit(self) -> AuditReadout:
+        """The audit log: readable entries, oldest first, and the damaged lines that
+        were skipped (a bad checksum or a torn last line never stops reading)."""
+        return self._audit.read()
+
+    def repair_audit(self) -> int:
+        """Rewrite damaged audit files without their unreadable lines; returns how
+        many lines were dropped (the damaged files are kept as ``.broken``)."""
+        return len(self._audit.repair())
+
+    def audit_salt(self) -> bytes:
+        """The salt of the pseudonyms that stand for players in the audit log."""
+        return self._audit.salt()
 
     def check_file(self, path: Path, *, as_name: str | None = None) -> None:
         """Decode one data file (metadata or document) as loading would, and check its
@@ -562,10 +564,74 @@ class TinyDBStore:
 
     def append_audit(self, entry: AuditEntry) -> None:
         """Append one entry to the audit log and fsync it."""
-        with open(self.path / AUDIT_FILE, "ab") as handle:
-            handle.write(_audit_encoder.encode(entry) + b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        self._audit.append(entry)
+
+    # ------------------------------------------------------------------ forgetting
+
+    def pending_forgets(self) -> list[PendingForget]:
+        """The players whose forgetting began and has not finished."""
+        try:
+            return _pending_decoder.decode((self.path / PENDING_FILE).read_bytes())
+        except FileNotFoundError:
+            return []
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise StoreCorruptError(str(self.path / PENDING_FILE), _describe(exc)) from exc
+
+    def set_pending_forgets(self, pending: Sequence[PendingForget]) -> None:
+        """Durably record the forgetting still to finish (an empty list removes the file)."""
+        path = self.path / PENDING_FILE
+        if pending:
+            write_atomic(path, msgspec.json.encode(list(pending)), keep_previous=False)
+        else:
+            remove_durably(path)
+
+    def purge(self, pattern: re.Pattern[str], remove: Sequence[str] = ()) -> PurgeReport:
+        """Leave no trace that ``pattern`` finds in any generation on disk.
+
+        The journal is folded into the document files and its segments deleted; the
+        files of ``remove`` (and their previous generations) are deleted without a
+        journal record, last; before that every other file is searched: a previous generation
+        (``.prev``) that matches is replaced by a copy of its current file (or deleted
+        if that matches too), a damaged copy (``.broken``) or a temporary file that
+        matches is deleted. Current files that still match are reported, not touched.
+        The audit log and lock files are not searched (the log holds pseudonyms)."""
+        report = PurgeReport()
+        report.journal = self.checkpoint(strict=False)
+        report.segments_left = len(self._journal.segments())
+        removed = {self.path / DOCS_DIR / file_name(key) for key in remove}
+        skip = {self.path / LOCK_FILE, self.path / OWNER_FILE, self.path / PENDING_FILE}
+        skip |= removed | {previous_of(p) for p in removed}
+        candidates = [
+            p
+            for p in sorted(self.path.rglob("*"))
+            if p.is_file() and p not in skip and AUDIT_DIR not in p.relative_to(self.path).parts
+        ]
+        for path in candidates:
+            if not _matches(pattern, path):
+                continue
+            name = path.name
+            if name.endswith(PREVIOUS_SUFFIX):
+                current = path.with_name(name.removesuffix(PREVIOUS_SUFFIX))
+                if current.exists() and not _matches(pattern, current):
+                    write_atomic(path, current.read_bytes(), keep_previous=False, sync_dir=False)
+                else:
+                    path.unlink()
+                report.scrubbed += 1
+            elif name.endswith((".broken", TEMP_SUFFIX)):
+                path.unlink()
+                report.scrubbed += 1
+            else:
+                report.remaining.append(str(path.relative_to(self.path)))
+        # Last: until they go, the documents of ``remove`` say whom a restart must forget.
+        for key, path in zip(remove, [self.path / DOCS_DIR / file_name(k) for k in remove], strict=True):
+            if path.exists() or previous_of(path).exists():
+                remove_durably(path, sync_dir=False)
+                report.removed += 1
+            self._versions.pop(key, None)
+        for directory in {self.path, self.path / DOCS_DIR, self.path / JOURNAL_DIR}:
+            if directory.is_dir():
+                fsync_dir(directory)
+        return report
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -950,7 +1016,7 @@ class TinyDBStore:
         self._lock = lock
 
     def _clean_temporaries(self) -> None:
-        for directory in (self.path, self.path / DOCS_DIR):
+        for directory in (self.path, self.path / DOCS_DIR, self.path / AUDIT_DIR):
             if not directory.is_dir():
                 continue
             for leftover in directory.glob(f"*{TEMP_SUFFIX}"):
@@ -1019,6 +1085,15 @@ def collector_paused() -> Iterator[None]:
     finally:
         if paused:
             gc.enable()
+
+
+def _matches(pattern: re.Pattern[str], path: Path) -> bool:
+    """Whether ``pattern`` finds something in the file (read as UTF-8, binary parts
+    replaced)."""
+    try:
+        return pattern.search(path.read_bytes().decode("utf-8", "replace")) is not None
+    except FileNotFoundError:
+        return False
 
 
 def _encoded(records: Iterable[Record], keys: set[str]) -> Iterator[bytes]:

@@ -19,6 +19,7 @@ import msgspec
 
 from npc_memory.errors import StoreCorruptError, StoreError, StoreVersionError
 from npc_memory.safety import redact_texts
+from npc_memory.store.base import PrivacyStore
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -61,9 +62,15 @@ _export_encoder = msgspec.json.Encoder(order="deterministic")
 
 def export_store(path: str | os.PathLike[str], *, world: str | None = None) -> bytes:
     """The whole store at ``path`` (or world ``world`` of a PostgreSQL URL) as export
-    JSON (indented, newline-terminated)."""
+    JSON (indented, newline-terminated). A store whose forgetting of a player was
+    interrupted is refused until it is finished (the export would still hold the player)."""
     store = open_store(path, world=world, create=False)
     try:
+        if isinstance(store, PrivacyStore) and store.pending_forgets():
+            raise StoreError(
+                f"store {path} has a player's forgetting still to finish (it was interrupted); "
+                "run 'npc-memory forget --db PATH --resume' (or install the plugin on it) first"
+            )
         contents = store.load()
     finally:
         store.close()
@@ -124,6 +131,7 @@ def import_store(
     mode: ImportMode = "new",
     source: str = "<export>",
     world: str | None = None,
+    actor: str = "",
 ) -> int:
     """Load export ``data`` into the store at ``path`` (created if missing); returns the
     number of documents written. ``mode``: ``new`` refuses a store that already holds
@@ -150,7 +158,7 @@ def import_store(
             store.checkpoint()  # the document files hold the import, not just the journal
         store.append_audit(
             _audit(
-                "import", describe(path), mode=mode, source=source,
+                "import", describe(path), actor, mode=mode, source=source,
                 written=len(documents), deleted=len(stale), redacted=redacted,
             )
         )
@@ -164,8 +172,9 @@ class RepairReport(msgspec.Struct, kw_only=True):
     files whose values were mended (with what changed), files damaged beyond repair
     (with the problem), files moved aside into ``quarantine/`` (``--quarantine``),
     previous generations of forgotten documents that a deletion left (removed), how
-    many files were sound, and what folding the journal into the files had to
-    skip (damaged records, changes that no longer apply)."""
+    many files were sound, what folding the journal into the files had to skip
+    (damaged records, changes that no longer apply), and how many damaged audit log
+    lines were dropped."""
 
     restored: list[str] = msgspec.field(default_factory=list)
     mended: list[tuple[str, list[str]]] = msgspec.field(default_factory=list)
@@ -174,13 +183,16 @@ class RepairReport(msgspec.Struct, kw_only=True):
     removed: list[str] = msgspec.field(default_factory=list)
     sound: int = 0
     journal: list[str] = msgspec.field(default_factory=list)
+    audit_lines_dropped: int = 0
 
 
 QUARANTINE_DIR = "quarantine"
 """Where ``repair --quarantine`` moves documents it cannot mend (inside the store)."""
 
 
-def repair_store(path: str | os.PathLike[str], *, quarantine: bool = False) -> RepairReport:
+def repair_store(
+    path: str | os.PathLike[str], *, quarantine: bool = False, actor: str = ""
+) -> RepairReport:
     """Check every data file of the store and mend what loading would refuse: a
     damaged or missing file is restored from its previous good generation (the
     damaged one is kept beside it as ``<name>.broken``), values out of range or
@@ -188,7 +200,9 @@ def repair_store(path: str | os.PathLike[str], *, quarantine: bool = False) -> R
     from the documents. Then the journal is folded into the files (skipping and
     reporting what cannot apply) and the files are checked again. A file that cannot
     be mended is reported; with ``quarantine`` it is moved into ``quarantine/``
-    (recorded in the audit log) so the rest of the world loads. Refuses a store in use."""
+    (recorded in the audit log) so the rest of the world loads. Damaged audit log
+    lines are dropped from their files (kept in ``.broken`` copies). Refuses a store
+    in use; ``actor`` is recorded in the audit log."""
     store = TinyDBStore(path, create=False, checkpoint_on_close=False)
     report = RepairReport()
     try:
@@ -200,16 +214,20 @@ def repair_store(path: str | os.PathLike[str], *, quarantine: bool = False) -> R
         report.journal += store.checkpoint(strict=False)
         _repair_files(store, report, quarantine, first=False)
         _rebuild_meta(store, report)
-        if report.restored or report.removed or report.mended or report.unrecoverable or report.journal:
+        report.audit_lines_dropped = store.repair_audit()
+        changed = report.restored or report.removed or report.mended or report.unrecoverable
+        if changed or report.journal or report.audit_lines_dropped:
             store.append_audit(
                 _audit(
                     "repair",
                     str(path),
+                    actor,
                     restored=report.restored,
                     removed=report.removed,
                     mended=[f for f, _ in report.mended],
                     unrecoverable=[f for f, _ in report.unrecoverable],
                     journal=report.journal,
+                    audit_lines_dropped=report.audit_lines_dropped,
                 )
             )
     finally:
@@ -513,10 +531,11 @@ def _problem(store: TinyDBStore, file: Path, as_name: str | None = None) -> str 
     return None
 
 
-def _audit(action: str, target: str, **details: Any) -> AuditEntry:
+def _audit(action: str, target: str, actor: str = "", **details: Any) -> AuditEntry:
     return AuditEntry(
         action=action,
         target=target,
+        actor=actor,
         wall_time=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         details=details,
     )

@@ -71,15 +71,17 @@ Base = tuple[int, NpcCapture, CaptureView | None]
 @dataclass
 class WriteBatch:
     """Deletions, then documents (``captures``, then ``keys`` to capture here), then
-    metadata, then audit entries, written in that order. ``round`` is the snapshot
-    round the batch belongs to (0: none); a batch with ``meta`` completes it. ``since``
-    is the game time of the oldest change the batch may carry."""
+    metadata, then ``after`` (run with the store once those are durable), then audit
+    entries, in that order. ``round`` is the snapshot round the batch belongs to (0:
+    none); a batch with ``meta`` completes it. ``since`` is the game time of the oldest
+    change the batch may carry."""
 
     captures: list[Capture] = field(default_factory=list)
     keys: Collection[str] = ()
     deletions: list[str] = field(default_factory=list)
     meta: StoreMeta | None = None
     audit: list[AuditEntry] = field(default_factory=list)
+    after: Callable[[Store], None] | None = None
     round: int = 0
     since: float | None = None
     captures_round: bool = False
@@ -215,6 +217,8 @@ class StoreWriter:
             else:
                 self._write_whole(batches)
             for batch in batches:
+                if batch.after is not None:
+                    batch.after(self.store)
                 for entry in batch.audit:
                     self.store.append_audit(entry)
         except OSError as exc:  # a disk error: what can be written is, one document at a time

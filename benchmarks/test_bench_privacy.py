@@ -1,0 +1,92 @@
+"""Privacy operations on a saved world: forgetting one player everywhere (every NPC,
+the journal folded, older generations scrubbed), ending a game, and the decay tick with
+per-scope retention on (retention adds no per-tick work beyond the decay budget)."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import esper
+import pytest
+
+import npc_memory
+from npc_memory.content import load_pack, validate_pack
+
+from .conftest import uninstall_all
+
+NPCS = 200
+PLAYERS = 20
+
+
+def populate(plugin: npc_memory.MemoryPlugin) -> None:
+    """200 NPCs in 10 rooms, each with 10 memories about each of 20 players (40k memories)
+    and a relationship with each; every player observed doing something in every room."""
+    for p in range(PLAYERS):
+        plugin.add_player(key=f"player{p:02d}", name=f"Person{p:02d}", consent=p % 2 == 0)
+    for n in range(NPCS):
+        plugin.add_npc(key=f"npc{n:03d}", archetype="bard", room=f"room{n % 10}")
+        for p in range(PLAYERS):
+            for i in range(10):
+                plugin.remember(f"npc{n:03d}", f"player{p:02d}", f"Person{p:02d} did thing {i}", tags=["trade"])
+            plugin.adjust_relationship(f"npc{n:03d}", f"player{p:02d}", trust=0.1)
+    for p in range(PLAYERS):
+        for r in range(10):
+            plugin.observe(room=f"room{r}", subject=f"player{p:02d}", content=f"Person{p:02d} sang", tags=["gift"])
+
+
+@pytest.fixture(scope="module")
+def saved_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    db = tmp_path_factory.mktemp("privacy") / "world.db"
+    plugin = npc_memory.install(world="bench-privacy", store=db, seed=1)
+    populate(plugin)
+    npc_memory.uninstall("bench-privacy")
+    yield db
+    uninstall_all()
+
+
+def test_forget_player_in_a_saved_world(benchmark, saved_world: Path, tmp_path: Path, cleanup: None) -> None:  # type: ignore[no-untyped-def]
+    copies = itertools.count()
+
+    def setup() -> tuple[tuple[npc_memory.MemoryPlugin, str], dict[str, object]]:
+        uninstall_all()
+        db = tmp_path / f"copy{next(copies)}.db"
+        shutil.copytree(saved_world, db)
+        plugin = npc_memory.install(world="bench-forget", store=db, seed=1)
+        for n in range(NPCS):
+            plugin.add_npc(key=f"npc{n:03d}")
+        return (plugin, "player07"), {}
+
+    def forget(plugin: npc_memory.MemoryPlugin, key: str) -> None:
+        plugin.forget_player(key)
+
+    benchmark.pedantic(forget, setup=setup, rounds=3)
+    if "bench-forget" in esper.list_worlds():
+        uninstall_all()
+
+
+def test_end_game_in_a_live_world(benchmark, cleanup: None) -> None:  # type: ignore[no-untyped-def]
+    def setup() -> tuple[tuple[npc_memory.MemoryPlugin], dict[str, object]]:
+        uninstall_all()
+        plugin = npc_memory.install(world="bench-end", seed=1)
+        populate(plugin)
+        return (plugin,), {}
+
+    benchmark.pedantic(lambda plugin: plugin.end_game(), setup=setup, rounds=3)
+
+
+@pytest.mark.parametrize("retention", [False, True], ids=["no-retention", "retention"])
+def test_decay_visit_of_one_pair(benchmark, retention: bool, cleanup: None) -> None:  # type: ignore[no-untyped-def]
+    """DecaySystem's work on one NPC–player pair (200 memories) with and without a
+    retention rule to check (nothing old enough to go: the cost of the check itself)."""
+    data = load_pack("village").model_dump()
+    if retention:
+        data["privacy"]["retention_days"] = {"session": 30.0, "anon": 30.0, "player": 365.0}
+    plugin = npc_memory.install(world="bench-retention", pack=validate_pack(data), seed=1)
+    plugin.add_npc(key="npc", archetype="bard")
+    plugin.add_player(key="alice", name="Alice")
+    for i in range(200):
+        plugin.remember("npc", "alice", f"Alice did thing {i}", tags=["trade"], importance=0.9, locked=True)
+    benchmark(plugin._maintenance.decay_pair, "npc", "alice")

@@ -1,0 +1,643 @@
+"""Privacy: forgetting a player everywhere, ending a game, consent, cloning between
+NPCs, and the audit trail of each.
+
+Every operation here is a facade call, never tick work: it may take time in
+proportion to the world (every NPC, live or only in the store), and it waits for the
+store. Forgetting a player is crash-safe: the store records the player as *pending*
+before anything changes, the cleaned documents are written, every older generation
+on disk is purged, the player's own document goes last, and only then is the pending
+record removed; a restart that finds it forgets the player again (idempotent) and the
+audit log says the forgetting was resumed. Audit entries name players by a salted
+pseudonym, never by key or name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+
+import msgspec
+
+from npc_memory.components import (
+    MEMORY_KINDS,
+    Fact,
+    Memory,
+    NpcHandle,
+    PairMemories,
+    PlayerProfile,
+    Scope,
+    kind_of,
+)
+from npc_memory.errors import InvalidArgumentError, PrivacyError
+from npc_memory.rules import privacy as privacy_rules
+from npc_memory.services.conversations import ConversationService
+from npc_memory.services.knowledge import KnowledgeService
+from npc_memory.services.maintenance import MaintenanceService
+from npc_memory.services.memories import MemoryService
+from npc_memory.services.persistence import PersistenceService, handle_of
+from npc_memory.services.relationships import RelationshipService
+from npc_memory.state import WorldState
+from npc_memory.store import NpcDocument, PendingForget, PlayerDocument, PrivacyStore, Store
+
+
+class ForgetReport(msgspec.Struct, kw_only=True):
+    """What ``forget_player`` removed: ``player`` is the pseudonym the audit log uses;
+    ``counts`` by kind of item (memories, facts, relationships, conversations, jobs,
+    the player's document, files scrubbed on disk)."""
+
+    player: str
+    counts: dict[str, int] = msgspec.field(default_factory=dict)
+    resumed: bool = False
+
+
+class EndGameReport(msgspec.Struct, kw_only=True):
+    """What ``end_game`` purged (and compacted) of game ``game``."""
+
+    game: str
+    counts: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+class ConsentReport(msgspec.Struct, kw_only=True):
+    """A consent change: the player's pseudonym, the new consent, and what happened to
+    what had been remembered with the old one."""
+
+    player: str
+    consent: bool
+    counts: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+class CloneItem(msgspec.Struct, frozen=True, kw_only=True):
+    """One memory or fact of the source NPC: its id, kind and content."""
+
+    id: str
+    kind: str
+    content: str
+
+
+class CloneSkip(msgspec.Struct, frozen=True, kw_only=True):
+    """An item of a requested category that ``clone`` leaves behind, and why."""
+
+    category: str
+    id: str
+    reason: str
+
+
+class ClonePlan(msgspec.Struct, kw_only=True):
+    """What a clone copies (``items`` by category) and skips; after a real run,
+    ``copied`` holds the new ids in the target NPC, in the order of ``items``."""
+
+    source: str
+    target: str
+    dry_run: bool
+    items: dict[str, list[CloneItem]] = msgspec.field(default_factory=dict)
+    skipped: list[CloneSkip] = msgspec.field(default_factory=list)
+    copied: dict[str, list[str]] = msgspec.field(default_factory=dict)
+
+
+class PrivacyService:
+    """The privacy operations of one plugin (arguments arrive checked by the facade)."""
+
+    def __init__(
+        self,
+        state: WorldState,
+        persistence: PersistenceService,
+        memories: MemoryService,
+        knowledge: KnowledgeService,
+        relationships: RelationshipService,
+        conversations: ConversationService,
+        maintenance: MaintenanceService,
+    ) -> None:
+        self.state = state
+        self.persistence = persistence
+        self.memories = memories
+        self.knowledge = knowledge
+        self.relationships = relationships
+        self.conversations = conversations
+        self.maintenance = maintenance
+        self._salt: bytes | None = None
+
+    # ------------------------------------------------------------------ shared
+
+    def _privacy_store(self) -> PrivacyStore | None:
+        store = self.persistence.store
+        if self.persistence.writer is not None and isinstance(store, PrivacyStore):
+            return store
+        return None
+
+    def pseudonym(self, key: str) -> str:
+        """The pseudonym that stands for player ``key`` in the audit log."""
+        if self._salt is None:
+            store = self._privacy_store()
+            self._salt = store.audit_salt() if store is not None else os.urandom(16)
+        return privacy_rules.pseudonym(self._salt, key)
+
+    def npcs(self) -> Iterator[NpcHandle]:
+        """Every NPC: live ones, then those only in the store (handles over their
+        documents, which changes reach)."""
+        yield from list(self.state.registry.npcs.values())
+        for document in list(self.state.stored.values()):
+            if isinstance(document, NpcDocument):
+                handle = handle_of(document)
+                assert isinstance(handle, NpcHandle)
+                yield handle
+
+    def profile(self, key: str) -> PlayerProfile | None:
+        """The privacy profile of a live or stored player (``None``: no such player)."""
+        live = self.state.registry.live_player(key)
+        if live is not None:
+            return live.profile
+        stored = self.state.stored.get(key)
+        return stored.profile if isinstance(stored, PlayerDocument) else None
+
+    def players(self) -> Iterator[tuple[str, str, PlayerProfile]]:
+        """(key, name, profile) of every live and stored player."""
+        for handle in list(self.state.registry.players.values()):
+            yield handle.identity.key, handle.identity.name, handle.profile
+        for document in list(self.state.stored.values()):
+            if isinstance(document, PlayerDocument):
+                yield document.key, document.name, document.profile
+
+    def unconsenting_pattern(self) -> re.Pattern[str] | None:
+        """Finds the key or name of any player who has not consented to be remembered."""
+        needles = [n for key, name, profile in self.players() if not profile.consent for n in (key, name)]
+        return privacy_rules.mention_pattern(needles)
+
+    def names_unconsenting(self, content: str) -> bool:
+        """Whether ``content`` names (key or name, whole word) a player who has not
+        consented; a substring pre-check per player keeps it O(players) cheap steps."""
+        lowered = content.lower()
+        hits = [
+            needle
+            for key, name, profile in self.players()
+            if not profile.consent
+            for needle in (key, name)
+            if needle.lower() in lowered
+        ]
+        return bool(hits) and privacy_rules.mentions(privacy_rules.mention_pattern(hits), content)
+
+    def check_world_memory(self, content: str, scope: str) -> None:
+        """A world-scoped ``social`` or ``profile`` memory must name no player who has
+        not consented (O(live and stored players))."""
+        if scope in ("social", "profile") and self.names_unconsenting(content):
+            raise PrivacyError(
+                f"a {scope!r} memory may not name a player who has not consented to be remembered"
+            )
+
+    def world_fact_scope(self, content: str) -> Scope:
+        """The scope of a fact about no one in particular: ``social``, or ``session``
+        when it names a player who has not consented."""
+        return "session" if self.names_unconsenting(content) else "social"
+
+    # ------------------------------------------------------------------ forgetting
+
+    def resume(self) -> list[ForgetReport]:
+        """Finish the forgetting a crash interrupted (called once the store is loaded)."""
+        store = self._privacy_store()
+        if store is None:
+            return []
+        return [
+            self.forget_player(p.key, actor="restart", name=p.name, resumed=True)
+            for p in store.pending_forgets()
+        ]
+
+    def forget_player(
+        self, key: str, *, actor: str, name: str | None = None, resumed: bool = False
+    ) -> ForgetReport:
+        """Remove player ``key`` from the live world, every NPC (live or stored), the
+        extraction pipeline and every generation of the store on disk."""
+        state = self.state
+        live = state.registry.live_player(key)
+        stored = state.stored.get(key)
+        if live is not None:
+            name = live.identity.name
+        elif isinstance(stored, PlayerDocument):
+            name = stored.name
+        pattern = privacy_rules.mention_pattern([key] if name is None else [key, name])
+        assert pattern is not None
+        store = self._privacy_store()
+        pending = PendingForget(key=key, name=name)
+        if store is not None:  # first: a crash from here on is finished by the restart
+            self.persistence.run_on_store(lambda s: _set_pending(s, key, pending))
+        counts: Counter[str] = Counter()
+        if live is not None:
+            state.registry.detach(live)
+            counts["player"] += 1
+        self.conversations.drop_jobs_of(key)
+        counts["jobs"] += self.conversations.drop_jobs_mentioning(pattern)
+        self.maintenance.drop_player(key)
+        for npc in self.npcs():
+            self._scrub(npc, key, pattern, counts)
+        self.relationships.standing.forget_player(key)
+        if state.stored.pop(key, None) is not None:
+            counts["player"] = 1
+        state.dirty.discard(key)
+        report = ForgetReport(player=self.pseudonym(key), resumed=resumed)
+        entry = self.persistence.entry(
+            "forget", report.player, actor, details={"resumed": True} if resumed else None
+        )
+        if store is not None:
+
+            def finish(s: Store) -> None:
+                assert isinstance(s, PrivacyStore)
+                purged = s.purge(pattern, remove=[key])
+                entry.counts.update(files_removed=purged.removed, files_scrubbed=purged.scrubbed)
+                entry.counts.update(files_still_matching=len(purged.remaining))
+                if purged.segments_left:
+                    raise PrivacyError(
+                        f"{purged.segments_left} journal segments could not be folded: "
+                        f"{'; '.join(purged.journal)}; the forgetting finishes at the next start"
+                    )
+                s.append_audit(entry)  # before the pending record goes: a kill between repeats both
+                _set_pending(s, key, None)
+
+            entry.counts.update(counts)
+            self.persistence.save(after=finish)
+            counts.update({k: v for k, v in entry.counts.items() if k.startswith("files")})
+        elif self.persistence.writer is not None:
+            state.deleted.add(key)
+            entry.counts.update(counts)
+            self.persistence.save(audit=[entry])
+        report.counts = dict(counts)
+        return report
+
+    def _scrub(self, npc: NpcHandle, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> None:
+        """Take out of ``npc`` everything about ``key`` or naming the player."""
+        changed = False
+        bank = npc.bank
+        pair = bank.players.pop(key, None)
+        if pair is not None:
+            counts["memories"] += len(pair)
+            changed = True
+        if bank.milestones.pop(key, None) is not None:
+            changed = True
+        for held in (bank.world, *bank.players.values()):
+            removed = _filter_pair(held, lambda m: not privacy_rules.memory_mentions(pattern, m))
+            counts["memories"] += len(removed)
+            changed |= bool(removed)
+        if key in npc.relationships.by_player:
+            if npc.live:
+                self.relationships.forget(npc, key)
+            else:
+                del npc.relationships.by_player[key]
+            counts["relationships"] += 1
+            changed = True
+        working = npc.working
+        for table in (working.open, working.recent, working.conversations):
+            if table.pop(key, None) is not None:
+                counts["conversations"] += table is working.open
+                changed = True
+        for player, turns in list(working.open.items()):
+            kept_turns = [t for t in turns if not privacy_rules.mentions(pattern, t.text, t.speaker)]
+            if len(kept_turns) != len(turns):
+                working.open[player] = kept_turns
+                changed = True
+        for player, summaries in list(working.recent.items()):
+            kept_summaries = [
+                s for s in summaries if not privacy_rules.mentions(pattern, s.summary, s.conversation)
+            ]
+            if len(kept_summaries) != len(summaries):
+                working.recent[player] = kept_summaries
+                changed = True
+        extracted = [c for c in working.extracted if not privacy_rules.mentions(pattern, c)]
+        if len(extracted) != len(working.extracted):
+            working.extracted = extracted
+            changed = True
+        facts = npc.knowledge.facts
+        kept = [f for f in facts if f.subject != key and not privacy_rules.fact_mentions(pattern, f)]
+        if len(kept) != len(facts):
+            counts["facts"] += len(facts) - len(kept)
+            self.knowledge.replace_facts(npc, kept)
+            changed = True
+        if changed:
+            self.state.mark(npc.identity.key)
+
+    # ------------------------------------------------------------------ ending a game
+
+    def end_game(self, game: str | None, *, actor: str) -> EndGameReport:
+        """Purge (or compact, by pack rule) the ``session`` and ``anon`` memories and
+        facts of game ``game`` (``None``: the current game, and items made before games
+        had ids), the open conversations and summaries of players who have not
+        consented, and everything held about anonymous participants (the documents of
+        those no longer in the live world included)."""
+        state = self.state
+        ending = state.game if game is None else game
+        rules = state.pack.privacy
+        compact = rules.end_game == "compact"
+        anonymous = {key for key, _, profile in self.players() if profile.anonymous}
+        transient = {key for key, _, profile in self.players() if not profile.consent}
+
+        def ends(scope: str, made_in: str | None) -> bool:
+            return scope in privacy_rules.PURGED_AT_GAME_END and (
+                made_in == ending or (game is None and made_in is None)
+            )
+
+        everyone = privacy_rules.mention_pattern([n for key, name, _ in self.players() for n in (key, name)])
+        counts: Counter[str] = Counter()
+        for npc in self.npcs():
+            gathered: dict[str, set[str]] = {}
+            changed = False
+            for player, pair in [(None, npc.bank.world), *list(npc.bank.players.items())]:
+                removed = _filter_pair(pair, lambda m: not ends(m.scope, m.game))
+                counts["memories"] += len(removed)
+                changed |= bool(removed)
+                for memory in removed if compact else ():
+                    if memory.tags:  # one person per player; world fragments each count as one
+                        gathered.setdefault(memory.tags[0], set()).add(player or memory.id)
+                if player is not None and not len(pair):
+                    del npc.bank.players[player]
+                    npc.bank.milestones.pop(player, None)
+            facts = npc.knowledge.facts
+            kept = [f for f in facts if not ends(privacy_rules.fact_scope(f), f.game)]
+            if len(kept) != len(facts):
+                counts["facts"] += len(facts) - len(kept)
+                self.knowledge.replace_facts(npc, kept)
+            working = npc.working
+            for table in (working.open, working.recent):
+                for player in [p for p in table if p in transient]:
+                    del table[player]
+                    counts["conversations"] += 1
+                    changed = True
+            for player in [p for p in npc.relationships.by_player if p in anonymous]:
+                if npc.live:
+                    self.relationships.forget(npc, player)
+                else:
+                    del npc.relationships.by_player[player]
+                working.conversations.pop(player, None)
+                counts["relationships"] += 1
+                changed = True
+            if gathered:
+                ranked = sorted(gathered.items(), key=lambda item: (-len(item[1]), item[0]))
+                nameless = [(t, people) for t, people in ranked if not privacy_rules.mentions(everyone, t)]
+                for tag, people in nameless[: rules.compact_max_per_npc]:  # a summary names no player
+                    self.memories.remember(
+                        npc,
+                        None,
+                        rules.compact_template.format(tag=tag, people=len(people)),
+                        kind="semantic",
+                        tags=(tag,),
+                        importance=0.3,
+                        confidence=0.5,
+                        scope="social",
+                    )
+                    counts["compacted"] += 1
+            if changed:
+                state.mark(npc.identity.key)
+        for player in sorted(transient):
+            self.conversations.drop_jobs_of(player)
+        for key in sorted(anonymous):  # an anonymous participant's identity ends with the game
+            if state.registry.live_player(key) is None and state.stored.pop(key, None) is not None:
+                state.dirty.discard(key)
+                if self.persistence.writer is not None:
+                    state.deleted.add(key)
+                counts["anonymous_players"] += 1
+        entry_counts = dict(counts)
+        entry = self.persistence.entry(
+            "end-game", ending, actor, counts=entry_counts, details={"mode": rules.end_game}
+        )
+        self.persistence.save(audit=[entry])
+        return EndGameReport(game=ending, counts=entry_counts)
+
+    # ------------------------------------------------------------------ consent
+
+    def set_consent(self, key: str, consent: bool, *, actor: str) -> ConsentReport:
+        """Record player ``key``'s consent. Withdrawn: their ``player`` and ``social``
+        memories and facts become de-identified ``anon`` fragments of the current game
+        (or are purged, by pack rule)."""
+        state = self.state
+        live = state.registry.live_player(key)
+        stored = state.stored.get(key)
+        profile = self.profile(key)
+        if profile is None:
+            raise InvalidArgumentError(f"no player {key!r}, live or stored")
+        if consent and profile.anonymous:
+            raise PrivacyError(f"player {key!r} is anonymous and cannot consent to be remembered")
+        changed_profile = msgspec.structs.replace(profile, consent=consent)
+        if live is not None:
+            state.registry.replace_profile(live, changed_profile)
+            name = live.identity.name
+        else:
+            assert isinstance(stored, PlayerDocument)
+            stored.profile = changed_profile
+            name = stored.name
+        state.mark(key)
+        counts: Counter[str] = Counter()
+        if not consent:
+            self._withdraw(key, name, counts)
+        report = ConsentReport(player=self.pseudonym(key), consent=consent, counts=dict(counts))
+        self.persistence.save(
+            audit=[
+                self.persistence.entry(
+                    "consent", report.player, actor, counts=report.counts, details={"consent": consent}
+                )
+            ]
+        )
+        return report
+
+    def _withdraw(self, key: str, name: str, counts: Counter[str]) -> None:
+        pattern = privacy_rules.mention_pattern([key, name])
+        purge = self.state.pack.privacy.withdrawn_consent == "purge"
+        game = self.state.game
+        for npc in self.npcs():
+            changed = False
+            pair = npc.bank.players.get(key)
+            if pair is not None:
+                moved = _filter_pair(pair, lambda m: m.scope not in ("player", "social"))
+                counts["memories"] += len(moved)
+                changed |= bool(moved)
+                if not purge:
+                    for memory in moved:
+                        fragment = msgspec.structs.replace(
+                            memory,
+                            scope="anon",
+                            game=game,
+                            content=privacy_rules.redact(pattern, memory.content),
+                            source_conversation=None,
+                        )
+                        getattr(npc.bank.world, kind_of(fragment)).append(fragment)
+            facts = npc.knowledge.facts
+            rewritten: list[Fact] = []
+            for fact in facts:
+                if fact.subject != key or privacy_rules.fact_scope(fact) not in ("player", "social"):
+                    rewritten.append(fact)
+                    continue
+                counts["facts"] += 1
+                if not purge:
+                    rewritten.append(
+                        msgspec.structs.replace(
+                            fact,
+                            subject=None,
+                            scope="anon",
+                            game=game,
+                            content=privacy_rules.redact(pattern, fact.content),
+                        )
+                    )
+            if counts["facts"] and rewritten != facts:
+                self.knowledge.replace_facts(npc, rewritten)
+                changed = True
+            if changed:
+                self.state.mark(npc.identity.key)
+
+    # ------------------------------------------------------------------ cloning
+
+    def clone(
+        self, source: NpcHandle, target: NpcHandle, categories: Sequence[str], *, dry_run: bool, actor: str
+    ) -> ClonePlan:
+        """Copy ``source``'s clonable ``categories`` to ``target`` (or only plan it)."""
+        plan = self.plan_clone(source, target, categories, dry_run=dry_run)
+        if not dry_run:
+            now = self.state.clock.now
+            by_id = {m.id: m for m in source.bank.world.all()}
+            facts = {f.id: f for f in source.knowledge.facts}
+            for category, items in plan.items.items():
+                copied = plan.copied.setdefault(category, [])
+                for item in items:
+                    if item.kind == "fact":
+                        copied.append(self._clone_fact(target, facts[item.id], source.identity.key, now))
+                    else:
+                        copied.append(self._clone_memory(target, by_id[item.id], source.identity.key, now))
+        counts = {category: len(items) for category, items in plan.items.items()}
+        counts["skipped"] = len(plan.skipped)
+        self.persistence.save(
+            audit=[
+                self.persistence.entry(
+                    "clone-dry-run" if dry_run else "clone",
+                    f"{source.identity.key}->{target.identity.key}",
+                    actor,
+                    counts=counts,
+                    details={
+                        "categories": list(categories),
+                        "planned": {c: [i.id for i in items] for c, items in plan.items.items()},
+                        "copied": plan.copied,
+                        "skipped": [f"{s.id}: {s.reason}" for s in plan.skipped],
+                    },
+                )
+            ]
+        )
+        return plan
+
+    def plan_clone(
+        self, source: NpcHandle, target: NpcHandle, categories: Sequence[str], *, dry_run: bool
+    ) -> ClonePlan:
+        """What :meth:`clone` would copy and skip, item by item (nothing changes)."""
+        plan = ClonePlan(source=source.identity.key, target=target.identity.key, dry_run=dry_run)
+        sensitive = self.state.pack.privacy.sensitive_tags
+        unconsenting = self.unconsenting_pattern()
+        held_contents = {m.content for m in target.bank.world.all()}
+        held_origins = {o for f in target.knowledge.facts for o in (f.origin, *f.aliases)}
+        for category in categories:
+            items = plan.items.setdefault(category, [])
+            if category == "knowledge":
+                for fact in source.knowledge.facts:
+                    reason = privacy_rules.fact_clonable(fact, sensitive)
+                    if reason is None and self.profile(fact.subject or "") is not None:
+                        reason = "about a player"
+                    if reason is None and privacy_rules.fact_mentions(unconsenting, fact):
+                        reason = "names a player who has not consented"
+                    if reason is None and fact.origin in held_origins:
+                        reason = "already known to the target"
+                    if reason is None:
+                        items.append(CloneItem(id=fact.id, kind="fact", content=fact.content))
+                    else:
+                        plan.skipped.append(CloneSkip(category=category, id=fact.id, reason=reason))
+                continue
+            for memory in source.bank.world.all():
+                if memory.scope != category:
+                    continue
+                reason = privacy_rules.memory_clonable(memory, sensitive)
+                if reason is None and privacy_rules.memory_mentions(unconsenting, memory):
+                    reason = "names a player who has not consented"
+                if reason is None and memory.content in held_contents:
+                    reason = "already held by the target"
+                if reason is None:
+                    items.append(CloneItem(id=memory.id, kind=kind_of(memory), content=memory.content))
+                else:
+                    plan.skipped.append(CloneSkip(category=category, id=memory.id, reason=reason))
+        for memory in source.bank.world.all():
+            if memory.scope not in privacy_rules.CLONE_CATEGORIES:
+                skip = CloneSkip(category="excluded", id=memory.id, reason=f"scope {memory.scope}")
+                plan.skipped.append(skip)
+        for player, pair in source.bank.players.items():
+            who = self.pseudonym(player)
+            plan.skipped += [
+                CloneSkip(category="excluded", id=m.id, reason=f"player-specific ({who})") for m in pair.all()
+            ]
+        return plan
+
+    def _clone_memory(self, target: NpcHandle, memory: Memory, source: str, now: float) -> str:
+        if memory.scope not in ("social", "profile"):
+            raise PrivacyError(f"memory {memory.id} of scope {memory.scope!r} cannot be cloned")
+        copy = self.memories.remember(
+            target,
+            None,
+            memory.content,
+            kind=kind_of(memory),
+            tags=memory.tags,
+            importance=memory.importance,
+            confidence=memory.confidence,
+            valence=memory.valence,
+            intensity=memory.intensity,
+            locked=memory.locked,
+            scope=memory.scope,
+            room=memory.room,
+        )
+        marked = msgspec.structs.replace(copy, cloned_from=source, cloned_at=now)
+        records: list[Memory] = getattr(target.bank.world, kind_of(copy))
+        for index, held in enumerate(records):
+            if held.id == copy.id:
+                records[index] = marked
+        return copy.id
+
+    def _clone_fact(self, target: NpcHandle, fact: Fact, source: str, now: float) -> str:
+        learned = self.knowledge.learn(
+            target,
+            content=fact.content,
+            category=fact.category,
+            subject=fact.subject,
+            topic=fact.topic,
+            tags=fact.tags,
+            confidence=fact.confidence,
+            importance=fact.importance,
+            source=fact.source,
+            room=target.location.room,
+            origin=fact.origin,
+            locked=fact.locked,
+            scope=privacy_rules.fact_scope(fact),
+            game=fact.game,
+        )
+        if learned is None:
+            return ""
+        marked = msgspec.structs.replace(learned, cloned_from=source, cloned_at=now)
+        facts = [marked if f.id == learned.id else f for f in target.knowledge.facts]
+        self.knowledge.replace_facts(target, facts)
+        return learned.id
+
+
+def _filter_pair(pair: PairMemories, keep: Callable[[Memory], bool]) -> list[Memory]:
+    """Keep the pair's memories ``keep(memory)`` accepts; returns those that went."""
+    removed: list[Memory] = []
+    for kind in MEMORY_KINDS:
+        records = getattr(pair, kind)
+        kept = [m for m in records if keep(m)]
+        if len(kept) != len(records):
+            removed += [m for m in records if not keep(m)]
+            setattr(pair, kind, kept)
+    return removed
+
+
+def _set_pending(store: Store, key: str, pending: PendingForget | None) -> None:
+    assert isinstance(store, PrivacyStore)
+    others = [p for p in store.pending_forgets() if p.key != key]
+    store.set_pending_forgets(others if pending is None else [*others, pending])
+
+
+__all__ = [
+    "CloneItem",
+    "ClonePlan",
+    "CloneSkip",
+    "ConsentReport",
+    "EndGameReport",
+    "ForgetReport",
+    "PrivacyService",
+]

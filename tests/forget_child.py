@@ -1,0 +1,40 @@
+"""Child process of test_privacy_crash.py: opens a store that holds a player everywhere,
+says "go", forgets the player, says "done", then waits to be killed. The store prints
+where it is ("recording", "pending", "purging", "purged", "clearing", "cleared") so the
+parent knows where the kill landed."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+
+from crash_child import say  # this directory is the script's first import path
+
+import npc_memory
+from npc_memory.store import PendingForget, PurgeReport, TinyDBStore
+
+
+class MarkedStore(TinyDBStore):
+    def set_pending_forgets(self, pending: Sequence[PendingForget]) -> None:
+        say("recording" if pending else "clearing")  # a kill from here may or may not find the record
+        super().set_pending_forgets(pending)
+        say("pending" if pending else "cleared")
+
+    def purge(self, pattern, remove=()) -> PurgeReport:  # type: ignore[no-untyped-def]
+        say("purging")
+        report = super().purge(pattern, remove)
+        say("purged")
+        return report
+
+
+def main(db: str, key: str) -> None:
+    plugin = npc_memory.install(world="forget", pack="village", store=MarkedStore(db), seed=1)
+    say("go")
+    plugin.forget_player(key, actor="child")
+    say("done")
+    time.sleep(60)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
