@@ -5,16 +5,14 @@ saved (``save()`` returned, or a snapshot round was reported on disk) is lost.""
 from __future__ import annotations
 
 import random
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import msgspec
 
 from npc_memory.store import NpcDocument, TinyDBStore
 from npc_memory.store.journal import Journal, frames
+
+from .kill import run_and_kill
 
 CHILD = Path(__file__).with_name("crash_child.py")
 KILLS = 50
@@ -53,23 +51,11 @@ def test_kill_9_mid_snapshot_never_corrupts_or_loses_acknowledged_state(tmp_path
     landed = {"appending": 0, "folding": 0}  # kills that landed inside a journal append, a checkpoint slice
     for attempt in range(KILLS):
         capture = ("writer", "tick")[attempt % 2]  # who captures round documents
-        child = subprocess.Popen(
-            [sys.executable, str(CHILD), str(db), capture], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        printed = run_and_kill(  # markers may come before "ready"
+            [str(CHILD), str(db), capture], "ready", rng.uniform(0.0, 0.4),
+            before=("", "appending", "appended", "folding", "folded"),
         )
-        assert child.stdout is not None and child.stderr is not None
-        try:
-            ready = ""
-            while ready.strip() in ("", "appending", "appended", "folding", "folded"):  # markers may come first
-                ready = child.stdout.readline()
-                assert ready, f"attempt {attempt}: the child died"
-            assert ready.strip() == "ready", f"attempt {attempt}: unexpected output {ready!r}"
-            time.sleep(rng.uniform(0.0, 0.4))
-        finally:
-            child.send_signal(signal.SIGKILL)
-            child.wait(timeout=30)
-        lines = [line.split() for line in child.stdout.read().splitlines() if line.strip()]
-        child.stdout.close()
-        child.stderr.close()
+        lines = [line.split() for line in printed]
         markers = [words[0] for words in lines if words[0] in ("appending", "appended", "folding", "folded")]
         if markers and markers[-1] in landed:
             landed[markers[-1]] += 1

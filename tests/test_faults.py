@@ -27,6 +27,7 @@ from npc_memory.store import NpcDocument, TinyDBStore
 from npc_memory.store.tools import import_store
 
 from .conftest import tick
+from .kill import run_and_kill
 
 CONVERSATION_CHILD = Path(__file__).with_name("conversation_crash_child.py")
 CONVERSATION_KILLS = 16
@@ -39,21 +40,8 @@ def test_every_acknowledged_conversation_survives_a_kill_exactly_once(tmp_path: 
     acknowledged: set[str] = set()
     for attempt in range(CONVERSATION_KILLS):
         capture = ("writer", "tick")[attempt % 2]
-        child = subprocess.Popen(
-            [sys.executable, str(CONVERSATION_CHILD), str(db), capture],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        assert child.stdout is not None and child.stderr is not None
-        try:
-            ready = child.stdout.readline()
-            assert ready.strip() == "ready", f"attempt {attempt}: {ready!r} {child.stderr.read()}"
-            time.sleep(rng.uniform(0.3, 1.0))
-        finally:
-            child.send_signal(signal.SIGKILL)
-            child.wait(timeout=30)
-        words = [line.split() for line in child.stdout.read().splitlines() if line.strip()]
-        child.stdout.close()
-        child.stderr.close()
+        printed = run_and_kill([str(CONVERSATION_CHILD), str(db), capture], "ready", rng.uniform(0.3, 1.0))
+        words = [line.split() for line in printed]
         mine: list[str] = []
         promised: set[str] = set()
         for word, value in words:

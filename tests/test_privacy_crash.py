@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import random
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import npc_memory
 from npc_memory.store import TinyDBStore
 
+from .kill import run_and_kill
 from .privacy_world import KEY, NAME, build, fold, run, traces
 
 CHILD = Path(__file__).with_name("forget_child.py")
@@ -57,20 +54,7 @@ def test_kill_9_during_forget_player_ends_fully_forgotten(tmp_path: Path) -> Non
     for attempt in range(KILLS):
         db = tmp_path / f"attempt{attempt}.db"
         shutil.copytree(base, db)
-        child = subprocess.Popen(
-            [sys.executable, str(CHILD), str(db), KEY], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        assert child.stdout is not None and child.stderr is not None
-        try:
-            line = child.stdout.readline()
-            assert line.strip() == "go", f"attempt {attempt}: {line!r} {child.stderr.read() if not line else ''}"
-            time.sleep(rng.uniform(0.0, 0.35))
-        finally:
-            child.send_signal(signal.SIGKILL)
-            child.wait(timeout=30)
-        markers = [w.strip() for w in child.stdout.read().splitlines() if w.strip()]
-        child.stdout.close()
-        child.stderr.close()
+        markers = run_and_kill([str(CHILD), str(db), KEY], "go", rng.uniform(0.0, 0.35))
         where = "done" if "done" in markers else (markers[-1] if markers else "before")
         where = {"recording": "starting", "clearing": "purged", "cleared": "purged"}.get(where, where)
         landed[where] += 1
