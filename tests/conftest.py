@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import esper
 import pytest
@@ -93,3 +94,16 @@ def api() -> Iterator[FakeMessagesAPI]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(params=["tinydb", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A privacy test's store: a TinyDB directory, then a world on the test PostgreSQL
+    server (skipped without one)."""
+    from .privacy_world import Backend
+
+    if request.param == "tinydb":
+        return Backend(tmp_path / "village.db")
+    from .postgres import pg_url
+
+    return Backend(tmp_path / "village.db", pg_url())

@@ -1,13 +1,18 @@
 """A small village in which one player leaves traces everywhere, for the privacy tests
 and the kill -9 child: memories, relationships, facts and their gossip copies, open
 conversations and summaries, queued extraction jobs, a consolidated habit, world
-memories that name the player, and older generations of the store's files."""
+memories that name the player, and older generations of the store's files; and the
+two backends the privacy tests run on (:class:`Backend`)."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
+from typing import Any
 
 import npc_memory
+from npc_memory.store import AuditEntry, TinyDBStore
+from npc_memory.store.tools import export_store
 
 from .conftest import tick
 
@@ -42,7 +47,7 @@ def build(plugin: npc_memory.MemoryPlugin, npcs: int = 6, *, key: str = KEY, nam
 def fold(plugin: npc_memory.MemoryPlugin) -> None:
     """Fold the store's journal into its files now, on the store's writer thread (the
     thread that owns the store): the files get a new generation, the old one a .prev."""
-    plugin._persistence.run_on_store(lambda store: store.checkpoint())  # type: ignore[attr-defined]
+    plugin._persistence.run_on_store(lambda store: store.checkpoint() if isinstance(store, TinyDBStore) else None)
 
 
 def run(world: str, ticks: int, dt: float = 60.0) -> None:
@@ -63,3 +68,60 @@ def traces(db: Path, *needles: str) -> list[str]:
     """Files of the store at ``db`` containing any of ``needles`` (case-insensitive)."""
     lowered = [n.lower().encode() for n in needles]
     return [path for path, data in store_bytes(db).items() if any(n in data.lower() for n in lowered)]
+
+
+class Backend:
+    """Where a privacy test keeps its world: a TinyDB store directory (``path``) or a
+    world of its own on the test PostgreSQL server (``url``)."""
+
+    def __init__(self, path: Path, url: str | None = None) -> None:
+        self.path = path
+        self.url = url
+        self.world = f"privacy-{uuid.uuid4().hex[:12]}"
+        self.postgres = url is not None
+
+    def __repr__(self) -> str:
+        return "postgres" if self.postgres else "tinydb"
+
+    def store(self, **options: Any) -> Any:
+        """What ``install(store=...)`` takes to open the world (a new store each call)."""
+        if self.url is None:
+            return self.path
+        from npc_memory.store.postgres import PostgresStore
+
+        return PostgresStore(self.url, world=self.world, **options)
+
+    def cli(self) -> list[str]:
+        """The command line's arguments naming the store."""
+        return ["--db", str(self.path)] if self.url is None else ["--db", self.url, "--world", self.world]
+
+    def export(self) -> bytes:
+        return export_store(self.path) if self.url is None else export_store(self.url, world=self.world)
+
+    def audit(self) -> list[AuditEntry]:
+        store = TinyDBStore(self.path) if self.url is None else self.store()
+        try:
+            entries: list[AuditEntry] = store.audit()
+            return entries
+        finally:
+            store.close()
+
+    def traces(self, *needles: str) -> list[str]:
+        """Files of the store directory, or rows of the world (``table/row``), that hold
+        any of ``needles`` (case-insensitive)."""
+        if self.url is None:
+            return traces(self.path, *needles)
+        import psycopg
+
+        found = []
+        with psycopg.connect(self.url) as conn:
+            for table, label, text in (
+                ("npc_memory_documents", "key", "key || ' ' || coalesce(data::text, '')"),
+                ("npc_memory_meta", "server", "data::text"),
+                ("npc_memory_audit", "id::text", "data::text"),
+                ("npc_memory_privacy", "world", "pending::text"),
+            ):
+                rows = conn.execute(f"SELECT {label}, {text} FROM {table} WHERE world = %s", (self.world,))
+                lowered = [n.lower() for n in needles]
+                found += [f"{table}/{name}" for name, data in rows if any(n in data.lower() for n in lowered)]
+        return found

@@ -1,5 +1,6 @@
 """Privacy end to end: forgetting a player everywhere, ending a game, consent, cloning
-with a dry run, retention, and the audit log (real worlds, real stores on disk)."""
+with a dry run, retention, and the audit log (real worlds, real stores on disk; the
+tests taking ``backend`` run on a TinyDB store and on the test PostgreSQL server)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,10 @@ import npc_memory
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.errors import InvalidArgumentError, PrivacyError
 from npc_memory.events import FactLearned
-from npc_memory.store import AuditEntry, TinyDBStore
-from npc_memory.store.tools import export_store
+from npc_memory.store import AuditEntry, Store, TinyDBStore
 
 from .fake_anthropic import FakeMessagesAPI, Reply, memory, message
-from .privacy_world import KEY, NAME, OTHER, build, fold, run, store_bytes, traces
+from .privacy_world import KEY, NAME, OTHER, Backend, build, fold, run, store_bytes
 
 
 def pack(**privacy: object) -> npc_memory.Pack:
@@ -48,18 +48,29 @@ def generations(plugin: npc_memory.MemoryPlugin) -> None:
 # ---------------------------------------------------------------------- forget_player
 
 
-def test_forget_player_leaves_no_trace_in_any_store_file_or_export(db: Path) -> None:
-    plugin = npc_memory.install(world="w", store=db, seed=3)
+def stray_copy(backend: Backend) -> None:
+    """Something beside the documents that names the player: on TinyDB a damaged copy
+    repair kept, on PostgreSQL an audit entry written by another tool."""
+    if backend.postgres:
+        store = backend.store()
+        store.append_audit(AuditEntry(action="note", target=KEY, details={"said": f"{NAME} asked for help"}))
+        store.close()
+        return
+    doc = next((backend.path / "docs").glob("npc2-*.json"))
+    (doc.parent / (doc.name + ".broken")).write_bytes(doc.read_bytes())
+
+
+def test_forget_player_leaves_no_trace_in_any_store_file_or_export(backend: Backend) -> None:
+    plugin = npc_memory.install(world="w", store=backend.store(), seed=3)
     build(plugin)
     run("w", 20)
     generations(plugin)
-    doc = next((db / "docs").glob("npc2-*.json"))
-    (doc.parent / (doc.name + ".broken")).write_bytes(doc.read_bytes())  # a damaged copy repair kept
-    assert len(traces(db, KEY, NAME)) > 5
+    stray_copy(backend)
+    assert len(backend.traces(KEY, NAME)) > 5
     report = plugin.forget_player(KEY, actor="privacy-desk")
     assert report.counts["player"] == 1 and report.counts["memories"] >= 12 and report.counts["facts"] >= 6
     assert report.counts["relationships"] == 6 and report.counts["files_scrubbed"] >= 1
-    assert traces(db, KEY, NAME) == []
+    assert backend.traces(KEY, NAME) == []
     assert KEY not in plugin.players() and KEY not in plugin.stored_players()
     for npc in plugin.npcs():
         assert KEY not in plugin.npc(npc).bank.players and KEY not in plugin.npc(npc).relationships.by_player
@@ -71,32 +82,32 @@ def test_forget_player_leaves_no_trace_in_any_store_file_or_export(db: Path) -> 
     run("w", 20)
     plugin.save()
     npc_memory.uninstall("w")
-    assert traces(db, KEY, NAME) == []
-    export = export_store(db)
+    assert backend.traces(KEY, NAME) == []
+    export = backend.export()
     assert KEY.encode() not in export.lower() and NAME.lower().encode() not in export.lower()
-    [entry] = [e for e in TinyDBStore(db).audit() if e.action == "forget"]
+    [entry] = [e for e in backend.audit() if e.action == "forget"]
     assert entry.actor == "privacy-desk" and entry.target == report.player and KEY not in entry.target
     assert entry.counts["memories"] == report.counts["memories"] and entry.wall_time and entry.game_time > 0
 
 
-def test_forget_player_is_idempotent_and_works_for_a_player_only_in_the_store(db: Path) -> None:
-    plugin = npc_memory.install(world="w", store=db, seed=3)
+def test_forget_player_is_idempotent_and_works_for_a_player_only_in_the_store(backend: Backend) -> None:
+    plugin = npc_memory.install(world="w", store=backend.store(), seed=3)
     build(plugin, npcs=3)
     plugin.remove(KEY)  # out of the live world, kept in the store
     npc_memory.uninstall("w")
-    plugin = npc_memory.install(world="w", store=db, seed=3)  # the NPCs are only stored too
+    plugin = npc_memory.install(world="w", store=backend.store(), seed=3)  # the NPCs are only stored too
     assert KEY in plugin.stored_players()
     first = plugin.forget_player(KEY)
     again = plugin.forget_player(KEY)
     assert first.player == again.player and first.counts["memories"] > 0
     assert again.counts.get("memories", 0) == 0 and again.counts.get("player", 0) == 0
     npc_memory.uninstall("w")
-    assert traces(db, KEY, NAME) == []
-    assert [e.action for e in TinyDBStore(db).audit()].count("forget") == 2
+    assert backend.traces(KEY, NAME) == []
+    assert [e.action for e in backend.audit()].count("forget") == 2
 
 
-def test_forgetting_drops_queued_jobs_and_results_that_arrive_later(db: Path) -> None:
-    plugin = npc_memory.install(world="w", store=db, seed=3)
+def test_forgetting_drops_queued_jobs_and_results_that_arrive_later(backend: Backend) -> None:
+    plugin = npc_memory.install(world="w", store=backend.store(), seed=3)
     build(plugin, npcs=2)
     plugin.say("npc1", OTHER, "Bob", f"{NAME} told me a secret about the mill.")
     plugin.end_conversation("npc1", OTHER)  # a job about someone else that mentions the player
@@ -107,7 +118,7 @@ def test_forgetting_drops_queued_jobs_and_results_that_arrive_later(db: Path) ->
     for npc in plugin.npcs():
         assert all(NAME not in m.content for m in plugin.memories(npc, OTHER))
     plugin.save()
-    assert traces(db, KEY, NAME) == []
+    assert backend.traces(KEY, NAME) == []
 
 
 def test_after_forgetting_no_gossip_recall_or_context_carries_the_player() -> None:
@@ -137,19 +148,19 @@ def test_forget_player_refuses_an_npc_key(db: Path) -> None:
     assert KEY in plugin.players()
 
 
-def test_remove_with_forget_forgets_a_player_everywhere(db: Path) -> None:
-    plugin = npc_memory.install(world="w", store=db, seed=3)
+def test_remove_with_forget_forgets_a_player_everywhere(backend: Backend) -> None:
+    plugin = npc_memory.install(world="w", store=backend.store(), seed=3)
     build(plugin, npcs=2)
     plugin.remove(KEY, forget=True)
     plugin.save()
-    assert traces(db, KEY, NAME) == []
+    assert backend.traces(KEY, NAME) == []
 
 
 # ---------------------------------------------------------------------- end_game
 
 
-def test_end_game_purges_session_and_anon_items_and_keeps_consented_ones(db: Path) -> None:
-    plugin = npc_memory.install(world="w", store=db, seed=3, game_id="game-1")
+def test_end_game_purges_session_and_anon_items_and_keeps_consented_ones(backend: Backend) -> None:
+    plugin = npc_memory.install(world="w", store=backend.store(), seed=3, game_id="game-1")
     hilda = plugin.add_npc(key="hilda", name="Hilda", archetype="blacksmith", room="forge")
     plugin.add_player(key="alice", name="Alice", consent=True, room="forge")
     plugin.add_player(key="walker", name="Walker", room="forge")
@@ -167,7 +178,7 @@ def test_end_game_purges_session_and_anon_items_and_keeps_consented_ones(db: Pat
     assert report.game == "game-1"
     assert report.counts["memories"] == 3 and report.counts["facts"] == 1 and report.counts["relationships"] == 1
     npc_memory.uninstall("w")
-    plugin = npc_memory.install(world="w", store=db, seed=3, game_id="game-2")
+    plugin = npc_memory.install(world="w", store=backend.store(), seed=3, game_id="game-2")
     plugin.add_npc(key="hilda", archetype="blacksmith")
     assert [m.content for m in plugin.memories("hilda", "alice")] == ["Alice likes coffee"]
     assert plugin.memories("hilda", "walker") == [] and plugin.memories("hilda", "anon-7") == []
@@ -178,12 +189,12 @@ def test_end_game_purges_session_and_anon_items_and_keeps_consented_ones(db: Pat
     assert (entry.target, entry.actor, entry.counts["memories"]) == ("game-1", "game-server", 3)
 
 
-def test_end_game_of_another_game_leaves_the_current_one_alone(db: Path) -> None:
-    plugin = npc_memory.install(world="w", store=db, seed=3, game_id="old")
+def test_end_game_of_another_game_leaves_the_current_one_alone(backend: Backend) -> None:
+    plugin = npc_memory.install(world="w", store=backend.store(), seed=3, game_id="old")
     plugin.add_npc(key="hilda", archetype="blacksmith")
     plugin.remember("hilda", None, "Made in the old game")
     npc_memory.uninstall("w")
-    plugin = npc_memory.install(world="w", store=db, seed=3, game_id="new")
+    plugin = npc_memory.install(world="w", store=backend.store(), seed=3, game_id="new")
     plugin.add_npc(key="hilda", archetype="blacksmith")
     plugin.remember("hilda", None, "Made in the new game")
     plugin.end_game("old")
@@ -209,8 +220,8 @@ def test_end_game_compaction_names_no_player_and_is_bounded() -> None:
 # ---------------------------------------------------------------------- consent
 
 
-def test_withdrawn_consent_leaves_only_anonymous_fragments_of_this_game(db: Path) -> None:
-    plugin = npc_memory.install(world="w", store=db, seed=3, game_id="g")
+def test_withdrawn_consent_leaves_only_anonymous_fragments_of_this_game(backend: Backend) -> None:
+    plugin = npc_memory.install(world="w", store=backend.store(), seed=3, game_id="g")
     hilda = plugin.add_npc(key="hilda", archetype="blacksmith", room="forge")
     plugin.add_player(key="alice", name="Alice", consent=True, room="forge")
     plugin.remember(hilda, "alice", "Alice loves blue books", tags=["gift"])
@@ -258,7 +269,7 @@ def test_consent_checks() -> None:
 # ---------------------------------------------------------------------- clone
 
 
-def clone_world(store: Path | None = None) -> npc_memory.MemoryPlugin:
+def clone_world(store: Path | Store | None = None) -> npc_memory.MemoryPlugin:
     plugin = npc_memory.install(world="w", store=store, seed=3)
     hilda = plugin.add_npc(key="hilda", name="Hilda", archetype="blacksmith", room="forge")
     plugin.add_npc(key="gerda", name="Gerda", archetype="blacksmith", room="forge")
@@ -275,8 +286,8 @@ def clone_world(store: Path | None = None) -> npc_memory.MemoryPlugin:
     return plugin
 
 
-def test_clone_dry_run_is_exactly_what_the_real_run_copies(db: Path) -> None:
-    plugin = clone_world(db)
+def test_clone_dry_run_is_exactly_what_the_real_run_copies(backend: Backend) -> None:
+    plugin = clone_world(backend.store())
     plan = plugin.clone("hilda", "gerda", ["profile", "social", "knowledge"], dry_run=True, actor="designer")
     assert {c: [i.content for i in items] for c, items in plan.items.items()} == {
         "profile": ["I love reading", "My hat is black"],
@@ -465,8 +476,8 @@ def test_documents_saved_before_game_ids_and_fact_scopes_load_with_the_narrowest
     assert [f.content for f in plugin.facts("hilda")] == ["The bridge is out"]  # read as social: kept
 
 
-def test_end_game_deletes_anonymous_participants_no_longer_in_the_world(db: Path) -> None:
-    plugin = npc_memory.install(world="w", store=db, seed=3)
+def test_end_game_deletes_anonymous_participants_no_longer_in_the_world(backend: Backend) -> None:
+    plugin = npc_memory.install(world="w", store=backend.store(), seed=3)
     plugin.add_npc(key="hilda", archetype="blacksmith")
     plugin.add_player(key="anon-1", name="Stranger", anonymous=True)
     plugin.add_player(key="anon-2", name="Wanderer", anonymous=True)
@@ -476,7 +487,7 @@ def test_end_game_deletes_anonymous_participants_no_longer_in_the_world(db: Path
     assert report.counts["anonymous_players"] == 1
     assert "anon-1" not in plugin.stored_players() and "anon-2" in plugin.players()
     npc_memory.uninstall("w")
-    assert traces(db, "anon-1", "Stranger") == []
+    assert backend.traces("anon-1", "Stranger") == []
 
 
 def test_the_audit_log_of_a_store_written_before_checksums_is_still_read(db: Path) -> None:

@@ -10,6 +10,7 @@ Tables (created, and migrated, by the store; ``npc_memory_schema`` holds the ver
     npc_memory_meta       (world, server)    -> data JSONB   (clock, random state, ...)
     npc_memory_audit      id, world, token, data JSONB       (append-only)
     npc_memory_sessions   id, world, server, last_write      (one row per open store)
+    npc_memory_privacy    world -> salt, pending JSONB       (the audit salt, forgetting to finish)
 
 **Optimistic concurrency.** The store remembers the version of each document it read
 (``load``, ``claim``) or wrote; a write replaces a row only at that version, so a
@@ -30,6 +31,16 @@ row), then ``add_npc`` on the second, which reads the document fresh.
 when the connection fails; a write whose commit may have happened before the failure
 is recognised by the write token its transaction stored on the session's row, so a
 retry neither loses nor repeats it.
+
+**Privacy.** The store is a :class:`~npc_memory.store.base.PrivacyStore`: the world's
+row in ``npc_memory_privacy`` records a player whose forgetting began (a restart finishes
+it) and the salt of the audit log's pseudonyms (made once per world, so a player keeps
+their pseudonym across runs and game servers). :meth:`PostgresStore.purge` deletes the
+forgotten player's row, redacts every audit entry that names them and then vacuums the
+tables, so no query reaches a row version PostgreSQL kept after an update or a delete.
+(Their bytes may stay in the table files until PostgreSQL reuses the space, and the
+write-ahead log and backups keep history by the server's settings: for erasure on disk
+run ``VACUUM FULL`` on the tables and let the log and backups age out.)
 """
 
 from __future__ import annotations
@@ -37,6 +48,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
+import re
 import threading
 import time
 import uuid
@@ -52,7 +65,8 @@ from npc_memory.errors import (
     StoreOwnedError,
     StoreVersionError,
 )
-from npc_memory.store.base import StoreContents
+from npc_memory.rules import privacy as privacy_rules
+from npc_memory.store.base import PendingForget, PurgeReport, StoreContents
 from npc_memory.store.documents import (
     SCHEMA_VERSION,
     AuditEntry,
@@ -74,7 +88,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 log = logging.getLogger("npc_memory.store")
 
-STORE_SCHEMA = 1
+STORE_SCHEMA = 2
 """Version of the tables below (``npc_memory_schema``); a newer one is refused."""
 LOCK_SPACE = 0x4E50434D
 """First key of every advisory lock the store takes ("NPCM"); the second is the session id."""
@@ -82,6 +96,12 @@ FETCH_ROWS = 256
 """Rows fetched per round trip while loading."""
 SESSION_CHECK = 1.0
 """Seconds between two checks that the session's lock connection is alive."""
+
+_PRIVACY_TABLE = """CREATE TABLE IF NOT EXISTS npc_memory_privacy (
+    world text PRIMARY KEY,
+    salt bytea,
+    pending jsonb NOT NULL DEFAULT '[]'
+)"""
 
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS npc_memory_schema (version integer NOT NULL)",
@@ -115,9 +135,10 @@ _SCHEMA = [
         server text NOT NULL,
         last_write uuid
     )""",
+    _PRIVACY_TABLE,
 ]
 
-UPGRADES: dict[int, list[str]] = {}
+UPGRADES: dict[int, list[str]] = {1: [_PRIVACY_TABLE]}
 """``UPGRADES[n]``: the statements that turn table schema n into n + 1 (run in order,
 in one transaction, when a store opens an older database)."""
 
@@ -153,8 +174,12 @@ UPDATE npc_memory_documents d SET owner = %(me)s
 FROM live WHERE d.world = %(world)s AND d.key = %(key)s AND {_FREE}
 RETURNING d.kind, d.version, d.data::text"""
 
+_VACUUMED = ("npc_memory_documents", "npc_memory_audit", "npc_memory_meta")
+"""The tables a purge vacuums: where old versions of rows naming a player may remain."""
+
 _T = TypeVar("_T")
 _meta_decoder = msgspec.json.Decoder(StoreMeta)
+_pending_decoder = msgspec.json.Decoder(list[PendingForget])
 _audit_decoder = msgspec.json.Decoder(AuditEntry)
 _encoder = msgspec.json.Encoder()
 
@@ -334,18 +359,8 @@ class PostgresStore:
         if not wanted:
             return
 
-        def delete(conn: psycopg.Connection[Any]) -> None:
-            args = {"world": self.world, "keys": wanted, "me": self.session}
-            deleted = {key for (key,) in conn.execute(_DELETE, args)}
-            for key in wanted:
-                if key not in deleted and self._row(conn, key) is not None:
-                    raise self._conflict(conn, key, "delete", None)
-
-        self._run(delete)
-        with self._lock:
-            for key in wanted:
-                self._versions.pop(key, None)
-                self._releasing.discard(key)
+        self._run(lambda conn: self._delete(conn, wanted, "delete"))
+        self._forget_versions(wanted)
 
     def write_meta(self, meta: StoreMeta) -> None:
         """Replace this server's metadata."""
@@ -363,6 +378,108 @@ class PostgresStore:
                 (self.world, token, data),
             )
         )
+
+    # ------------------------------------------------------------------ privacy
+
+    def pending_forgets(self) -> list[PendingForget]:
+        """The players of the world whose forgetting began and has not finished."""
+        row = self._run(
+            lambda conn: conn.execute(
+                "SELECT pending::text FROM npc_memory_privacy WHERE world = %s", (self.world,)
+            ).fetchone()
+        )
+        return [] if row is None else self._decode_with(_pending_decoder, "pending forgetting", row[0])
+
+    def set_pending_forgets(self, pending: Sequence[PendingForget]) -> None:
+        """Record the forgetting still to finish (empty: none), committed when it
+        returns. The (small) table is then rewritten (``VACUUM FULL``), so no older
+        record is left in its files."""
+        data = _encoder.encode(list(pending)).decode("utf-8")
+        self._run(
+            lambda conn: conn.execute(
+                "INSERT INTO npc_memory_privacy (world, pending) VALUES (%s, %s::jsonb) "
+                "ON CONFLICT (world) DO UPDATE SET pending = excluded.pending",
+                (self.world, data),
+            )
+        )
+        self.vacuum("npc_memory_privacy", full=True)
+
+    def audit_salt(self) -> bytes:
+        """The salt of the pseudonyms that stand for players in the world's audit log
+        (made by the first store to ask, then the same for every run and server)."""
+        fresh = os.urandom(16)
+        row = self._run(
+            lambda conn: conn.execute(
+                "INSERT INTO npc_memory_privacy (world, salt) VALUES (%s, %s) ON CONFLICT (world) "
+                "DO UPDATE SET salt = coalesce(npc_memory_privacy.salt, excluded.salt) RETURNING salt",
+                (self.world, fresh),
+            ).fetchone()
+        )
+        assert row is not None
+        return bytes(row[0])
+
+    def purge(self, pattern: re.Pattern[str], remove: Sequence[str] = ()) -> PurgeReport:
+        """Leave no row of the world that ``pattern`` finds, nor an older version of one.
+
+        In one transaction: the documents of ``remove`` are deleted (one owned by
+        another live game server raises :class:`StoreOwnedError`: the player is in
+        play there) and every audit entry naming someone ``pattern`` finds has each
+        mention replaced by "someone" (``scrubbed``). Documents and the metadata of the
+        world's game servers that still match are reported (``remaining``), not
+        touched. Then the tables are vacuumed (see :meth:`vacuum`)."""
+        wanted = sorted(set(remove))
+        loose = _loose(pattern)
+
+        def purge(conn: psycopg.Connection[Any]) -> PurgeReport:
+            report = PurgeReport(removed=len(self._delete(conn, wanted, "forget")) if wanted else 0)
+            rows = conn.execute(
+                "SELECT id, data::text FROM npc_memory_audit "
+                "WHERE world = %s AND data::text ~* %s FOR UPDATE",
+                (self.world, loose),
+            ).fetchall()
+            for id_, data in rows:
+                raw = msgspec.json.decode(data)
+                scrubbed = _redacted(pattern, raw)
+                if scrubbed != raw:
+                    conn.execute(
+                        "UPDATE npc_memory_audit SET data = %s::jsonb WHERE id = %s",
+                        (_encoder.encode(scrubbed).decode("utf-8"), id_),
+                    )
+                    report.scrubbed += 1
+            for table, label, column in (
+                ("npc_memory_documents", "document ", "key"),
+                ("npc_memory_meta", "metadata of server ", "server"),
+            ):
+                found = conn.execute(
+                    f"SELECT {column}, data::text FROM {table} WHERE world = %s AND data::text ~* %s "
+                    f"ORDER BY {column}",
+                    (self.world, loose),
+                ).fetchall()
+                report.remaining += [f"{label}{name!r}" for name, data in found if pattern.search(data)]
+            return report
+
+        report = self._run(purge)
+        self._forget_versions(wanted)
+        self.vacuum()
+        return report
+
+    def vacuum(self, *tables: str, full: bool = False) -> None:
+        """Vacuum the store's ``tables`` (default: those holding documents, metadata
+        and the audit log) now: PostgreSQL drops the old versions of updated and
+        deleted rows that no open transaction may still read, so no query or page
+        inspection reaches them; their bytes stay in the table's files until the space
+        is reused. ``full`` rewrites the tables into new files instead (locking each
+        while it is copied)."""
+        names = ("FULL " if full else "") + ", ".join(tables or _VACUUMED)
+
+        def vacuum(conn: psycopg.Connection[Any]) -> None:
+            conn.autocommit = True  # VACUUM runs outside transactions
+            try:
+                conn.execute(f"VACUUM {names}")
+            finally:
+                conn.autocommit = False
+
+        self._run(vacuum, transaction=False)
 
     # ------------------------------------------------------------------ ownership
 
@@ -439,8 +556,25 @@ class PostgresStore:
 
     # ------------------------------------------------------------------ internals
 
-    def _run(self, operation: Callable[[psycopg.Connection[Any]], _T]) -> _T:
-        """``operation`` in one transaction, retried while the connection fails."""
+    def _delete(self, conn: psycopg.Connection[Any], keys: list[str], action: str) -> set[str]:
+        """Delete the rows of ``keys`` this session may change; the keys deleted. A key
+        whose row stays (owned by another live session) raises the conflict."""
+        args = {"world": self.world, "keys": keys, "me": self.session}
+        deleted = {key for (key,) in conn.execute(_DELETE, args)}
+        for key in keys:
+            if key not in deleted and self._row(conn, key) is not None:
+                raise self._conflict(conn, key, action, None)
+        return deleted
+
+    def _forget_versions(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._versions.pop(key, None)
+                self._releasing.discard(key)
+
+    def _run(self, operation: Callable[[psycopg.Connection[Any]], _T], *, transaction: bool = True) -> _T:
+        """``operation`` in one transaction (or on an idle connection, unless
+        ``transaction``), retried while the connection fails."""
         if self._closed:
             raise StoreError(f"{self!r} is closed")
         delay = 0.05
@@ -448,8 +582,11 @@ class PostgresStore:
             try:
                 with self._session_lock:
                     self._check_session()
-                with self._pool.connection() as conn, conn.transaction():
-                    return operation(conn)
+                with self._pool.connection() as conn:
+                    if not transaction:
+                        return operation(conn)
+                    with conn.transaction():
+                        return operation(conn)
             except (psycopg.OperationalError, psycopg.errors.AdminShutdown, TimeoutError) as exc:
                 if attempt == self.retries:
                     raise StoreError(f"{self!r}: the database is unreachable: {exc}") from exc
@@ -658,6 +795,26 @@ class PostgresStore:
 
     def _where(self, key: str) -> str:
         return f"{redacted(self.url)} world {self.world!r} document {key!r}"
+
+
+def _loose(pattern: re.Pattern[str]) -> str:
+    """``pattern`` (from :func:`~npc_memory.rules.privacy.mention_pattern`) without its
+    word boundaries, as a PostgreSQL regular expression: it finds every row the exact
+    pattern finds (and a few more, which the exact pattern then sorts out)."""
+    loose = pattern.pattern.replace(r"(?<!\w)", "").replace(r"(?!\w)", "")
+    escaped = '"' in loose or "\\\\" in loose  # a quote or a backslash: JSON text escapes them
+    return "" if escaped else loose  # ("": every row, sorted out by the exact pattern)
+
+
+def _redacted(pattern: re.Pattern[str], value: Any) -> Any:
+    """``value`` (decoded JSON) with each mention ``pattern`` finds in a string replaced."""
+    if isinstance(value, str):
+        return privacy_rules.redact(pattern, value)
+    if isinstance(value, list):
+        return [_redacted(pattern, item) for item in value]
+    if isinstance(value, dict):
+        return {_redacted(pattern, k): _redacted(pattern, v) for k, v in value.items()}
+    return value
 
 
 def redacted(url: str) -> str:
