@@ -18,7 +18,7 @@ from npc_memory.errors import InvalidArgumentError, NpcMemoryError, PackError, S
 
 if TYPE_CHECKING:
     from npc_memory.plugin import MemoryPlugin
-    from npc_memory.store import TinyDBStore
+    from npc_memory.store import Store
 
 T = TypeVar("T")
 
@@ -144,7 +144,12 @@ def _privacy_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         name: str, help_text: str, run: Callable[[argparse.Namespace], int]
     ) -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=help_text)
-        command.add_argument("--db", required=True, metavar="PATH", help="store directory")
+        command.add_argument(
+            "--db", required=True, metavar="PATH_OR_URL", help="store directory or postgresql:// URL"
+        )
+        command.add_argument(
+            "--world", metavar="NAME", help="the world in a PostgreSQL store (default: 'default')"
+        )
         command.add_argument("--json", action="store_true", help="print the result as JSON")
         command.set_defaults(run=run)
         return command
@@ -159,7 +164,7 @@ def _privacy_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
             "--pack", default=None, help="content pack (default: the store's pack if bundled, else village)"
         )
 
-    forget = store_command("forget", "forget a player everywhere, in every generation on disk", _forget)
+    forget = store_command("forget", "forget a player everywhere, in every generation stored", _forget)
     who = forget.add_mutually_exclusive_group(required=True)
     who.add_argument("--player", metavar="KEY", help="the player's key")
     who.add_argument("--resume", action="store_true", help="only finish forgetting a crash interrupted")
@@ -359,18 +364,25 @@ def _stats(args: argparse.Namespace) -> int:
 def _with_plugin(
     args: argparse.Namespace, name: str, action: Callable[[MemoryPlugin], msgspec.Struct]
 ) -> int:
-    """Open the store at ``args.db`` (refused while a game runs on it) in a private
-    esper world, run ``action`` on its plugin, save, and print the result."""
+    """Open the store at ``args.db`` (a directory is refused while a game runs on it;
+    a PostgreSQL world refuses the documents a game server owns) in a private esper
+    world, run ``action`` on its plugin, save, and print the result."""
     import esper
 
     import npc_memory
+    from npc_memory.store.migrations import MigrationContext
+    from npc_memory.store.transfer import is_url, open_store
 
     def run() -> int:
-        path = Path(args.db)
-        meta = _read_store(path, lambda store: store.read_meta())
+        meta = _read_store(args, lambda store: store.read_meta())
         pack = args.pack or (meta.pack if meta is not None and meta.pack in bundled_packs() else "village")
         world = f"npc-memory-{name}-{os.getpid()}"
-        plugin = npc_memory.install(world=world, pack=pack, store=path)
+        store: Store | Path = Path(args.db)
+        if is_url(args.db):
+            migration = MigrationContext(thresholds=load_pack(pack).relationships.thresholds)
+            store = open_store(args.db, world=_world(args), migration=migration)
+            _check_unowned(store)
+        plugin = npc_memory.install(world=world, pack=pack, store=store)
         try:
             result = action(plugin)
         finally:
@@ -393,7 +405,7 @@ def _describe(name: str, result: msgspec.Struct) -> str:
     """A line or a few about a privacy operation's result."""
     data = msgspec.to_builtins(result)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(data.get("counts", {}).items()) if v) or "nothing"
-    if name == "forget" and "resumed" in data:
+    if name == "forget" and isinstance(data.get("resumed"), list):  # (--resume: the reports it finished)
         finished = [f"finished forgetting player {r['player']}\n" for r in data["resumed"]]
         return "".join(finished) or "nothing to finish\n"
     if name == "forget":
@@ -440,23 +452,54 @@ def _clone(args: argparse.Namespace) -> int:
     )
 
 
-def _read_store(path: Path, read: Callable[[TinyDBStore], T]) -> T:
-    """What ``read`` reads from the store at ``path``, opened read-only."""
-    from npc_memory.store import TinyDBStore
-    from npc_memory.store.tinydb_store import is_store
+def _check_unowned(store: Store) -> None:
+    """Refuse (closing ``store``) a PostgreSQL world whose documents game servers own:
+    a change to them would be refused half-way through."""
+    from npc_memory.store.postgres import PostgresStore
 
-    if not path.is_dir() or not is_store(path):
-        raise StoreError(f"no store at {path}")
-    store = TinyDBStore(path, create=False, read_only=True)
+    owners = store.other_owners() if isinstance(store, PostgresStore) else []
+    if owners:
+        store.close()
+        raise StoreError(
+            f"{store!r} is in use: game servers (sessions {', '.join(map(str, owners))}) own documents "
+            "of the world; call the plugin's method on the game server, or run this when they have stopped"
+        )
+
+
+def _world(args: argparse.Namespace) -> str:
+    """The world ``--world`` names in a PostgreSQL store."""
+    from npc_memory.store.transfer import DEFAULT_WORLD
+
+    return str(args.world or DEFAULT_WORLD)
+
+
+def _read_store(args: argparse.Namespace, read: Callable[[Store], T]) -> T:
+    """What ``read`` reads from the store ``args.db`` names, only read: a store
+    directory, or a world (``--world``) of a PostgreSQL database that holds it."""
+    from npc_memory.store.tinydb_store import is_store
+    from npc_memory.store.transfer import describe, is_url, open_store
+
+    url = is_url(args.db)
+    if not url and not (Path(args.db).is_dir() and is_store(Path(args.db))):
+        raise StoreError(f"no store at {args.db}")
+    store = open_store(args.db, world=_world(args), create=False)  # (a directory: read-only)
     try:
+        if url and store.read_meta() is None and not store.load().documents:
+            raise StoreError(f"{describe(args.db)} holds no world {_world(args)!r}")
         return read(store)
     finally:
         store.close()
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from npc_memory.store import TinyDBStore
+    from npc_memory.store.audit import AuditReadout
+
+    def read(store: Store) -> AuditReadout:
+        return store.read_audit() if isinstance(store, TinyDBStore) else AuditReadout(entries=store.audit())
+
     def run() -> int:
-        readout = _read_store(Path(args.db), lambda store: store.read_audit())
+        readout = _read_store(args, read)
         if args.json:
             sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(readout), indent=2) + b"\n")
         else:

@@ -1,5 +1,6 @@
 """The privacy commands of ``npc-memory``: forget, end-game, consent, clone and audit,
-with --json, against a store on disk; a store a running game holds is refused."""
+with --json, against a store on disk and a world on the test PostgreSQL server; a store
+a running game holds is refused."""
 
 from __future__ import annotations
 
@@ -11,19 +12,30 @@ import pytest
 import npc_memory
 from npc_memory.cli import main
 
-from .privacy_world import KEY, NAME, build, traces
+from .privacy_world import KEY, NAME, Backend, build, traces
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "village.db"
-    plugin = npc_memory.install(world="w", store=path, seed=2, game_id="g7")
+def populate(store: object) -> None:
+    plugin = npc_memory.install(world="w", store=store, seed=2, game_id="g7")  # type: ignore[arg-type]
     build(plugin, npcs=3)
     plugin.remember("npc0", None, "I collect old maps", scope="profile", tags=["hobby"])
     plugin.add_player(key="walker", name="Walker")
     plugin.remember("npc0", "walker", "Walker asked the way")
     npc_memory.uninstall("w")
-    return path
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """A store directory holding the village."""
+    populate(tmp_path / "village.db")
+    return tmp_path / "village.db"
+
+
+@pytest.fixture
+def world(backend: Backend) -> Backend:
+    """The village in a store directory, then in a world on the PostgreSQL server."""
+    populate(backend.store())
+    return backend
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -32,30 +44,34 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return status, out, err
 
 
-def test_forget_from_the_command_line(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, _ = cli(capsys, "forget", "--db", str(db), "--player", KEY, "--actor", "dpo", "--json")
+def test_forget_from_the_command_line(world: Backend, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = cli(capsys, "forget", *world.cli(), "--player", KEY, "--actor", "dpo", "--json")
     assert status == 0
     result = json.loads(out)
     assert result["player"].startswith("p-") and result["counts"]["memories"] > 0
-    assert traces(db, KEY, NAME) == []
-    status, out, _ = cli(capsys, "audit", "--db", str(db), "--json")
+    assert world.traces(KEY, NAME) == []
+    status, out, _ = cli(capsys, "audit", *world.cli(), "--json")
     [entry] = json.loads(out)["entries"]
     assert (entry["action"], entry["actor"], entry["target"]) == ("forget", "dpo", result["player"])
-    status, out, _ = cli(capsys, "audit", "--db", str(db))
+    status, out, _ = cli(capsys, "audit", *world.cli())
     assert status == 0 and "forget" in out and "dpo" in out and KEY not in out
+    status, out, _ = cli(capsys, "forget", *world.cli(), "--player", KEY)  # again: the same pseudonym
+    assert status == 0 and out.startswith(f"forgot player {result['player']}: ")
 
 
-def test_end_game_consent_and_clone_from_the_command_line(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, _ = cli(capsys, "end-game", "--db", str(db), "--game", "g7", "--json")
+def test_end_game_consent_and_clone_from_the_command_line(
+    world: Backend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, _ = cli(capsys, "end-game", *world.cli(), "--game", "g7", "--json")
     assert status == 0 and json.loads(out)["game"] == "g7" and json.loads(out)["counts"]["memories"] >= 1
-    status, out, _ = cli(capsys, "consent", "--db", str(db), "--player", KEY, "--withdraw")
+    status, out, _ = cli(capsys, "consent", *world.cli(), "--player", KEY, "--withdraw")
     assert status == 0 and "consent withdrawn" in out
-    status, out, _ = cli(capsys, "clone", "--db", str(db), "--from", "npc0", "--to", "npc1", "--dry-run", "--json")
+    status, out, _ = cli(capsys, "clone", *world.cli(), "--from", "npc0", "--to", "npc1", "--dry-run", "--json")
     plan = json.loads(out)
     assert status == 0 and plan["dry_run"] and [i["content"] for i in plan["items"]["profile"]] == ["I collect old maps"]
-    status, out, _ = cli(capsys, "clone", "--db", str(db), "--from", "npc0", "--to", "npc1", "--categories", "profile")
+    status, out, _ = cli(capsys, "clone", *world.cli(), "--from", "npc0", "--to", "npc1", "--categories", "profile")
     assert status == 0 and "I collect old maps" in out
-    plugin = npc_memory.install(world="check", store=db)
+    plugin = npc_memory.install(world="check", store=world.store())
     [copy] = [m for m in plugin.memories("npc1") if m.cloned_from]
     assert (copy.content, copy.cloned_from) == ("I collect old maps", "npc0")
     actions = [e.action for e in plugin.store.audit()]
@@ -76,14 +92,34 @@ def test_commands_refuse_a_store_a_running_game_holds(db: Path, capsys: pytest.C
     assert traces(db, KEY, NAME)  # nothing was forgotten
 
 
-def test_command_errors_are_clear(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, _, err = cli(capsys, "forget", "--db", str(tmp_path / "nowhere"), "--player", KEY)
-    assert status == 1 and "no store at" in err
-    status, _, err = cli(capsys, "clone", "--db", str(db), "--from", "npc0", "--to", "npc0")
+def test_commands_refuse_a_postgres_world_a_running_game_server_owns_part_of(
+    world: Backend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if world.url is None:
+        pytest.skip("a store directory in use: test_commands_refuse_a_store_a_running_game_holds")
+    running = npc_memory.install(world="running", store=world.store())
+    running.add_npc(key="npc1")  # this game server owns npc1 now
+    for args in (("forget", "--player", KEY), ("end-game",), ("consent", "--player", KEY, "--give")):
+        status, _, err = cli(capsys, args[0], *world.cli(), *args[1:])
+        assert status == 1 and "is in use: game servers (sessions" in err, (args, err)
+    npc_memory.uninstall("running")
+    assert world.traces(KEY, NAME) and world.audit() == []  # nothing was forgotten, nothing began
+    assert cli(capsys, "forget", *world.cli(), "--player", KEY)[0] == 0  # once it has stopped
+    assert world.traces(KEY, NAME) == []
+
+
+def test_command_errors_are_clear(world: Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if world.url is None:
+        status, _, err = cli(capsys, "forget", "--db", str(tmp_path / "nowhere"), "--player", KEY)
+        assert status == 1 and "no store at" in err
+    else:
+        status, _, err = cli(capsys, "forget", "--db", world.url, "--world", "nowhere", "--player", KEY)
+        assert status == 1 and "holds no world 'nowhere'" in err
+    status, _, err = cli(capsys, "clone", *world.cli(), "--from", "npc0", "--to", "npc0")
     assert status == 1 and "two different NPCs" in err
-    status, _, err = cli(capsys, "consent", "--db", str(db), "--player", "ghost", "--give")
+    status, _, err = cli(capsys, "consent", *world.cli(), "--player", "ghost", "--give")
     assert status == 1 and "no player 'ghost'" in err
-    status, _, err = cli(capsys, "forget", "--db", str(db), "--player", "npc0")
+    status, _, err = cli(capsys, "forget", *world.cli(), "--player", "npc0")
     assert status == 1 and "is an NPC" in err
 
 
@@ -96,25 +132,24 @@ def test_audit_reports_damaged_lines_and_exits_nonzero(db: Path, capsys: pytest.
 
 
 def test_an_interrupted_forgetting_blocks_export_until_resume_finishes_it(
-    db: Path, capsys: pytest.CaptureFixture[str]
+    world: Backend, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from npc_memory.errors import StoreError
     from npc_memory.store import PendingForget, TinyDBStore
-    from npc_memory.store.tools import export_store
 
-    store = TinyDBStore(db)  # what a kill right after the forgetting began leaves behind
-    store.set_pending_forgets([PendingForget(key=KEY, name=NAME)])
+    store = TinyDBStore(world.path) if world.url is None else world.store()
+    store.set_pending_forgets([PendingForget(key=KEY, name=NAME)])  # what a kill right after it began leaves
     store.close()
     with pytest.raises(StoreError, match="forgetting still to finish"):
-        export_store(db)
-    status, _, err = cli(capsys, "export", "--db", str(db))
+        world.export()
+    status, _, err = cli(capsys, "export", *world.cli())
     assert status == 1 and "--resume" in err
-    status, out, _ = cli(capsys, "forget", "--db", str(db), "--resume")
+    status, out, _ = cli(capsys, "forget", *world.cli(), "--resume")
     assert status == 0 and out.startswith("finished forgetting player p-")
-    assert traces(db, KEY, NAME) == [] and KEY.encode() not in export_store(db)
-    status, out, _ = cli(capsys, "forget", "--db", str(db), "--resume", "--json")
+    assert world.traces(KEY, NAME) == [] and KEY.encode() not in world.export()
+    status, out, _ = cli(capsys, "forget", *world.cli(), "--resume", "--json")
     assert json.loads(out) == {"resumed": []}
-    [entry] = [e for e in TinyDBStore(db).audit() if e.action == "forget"]
+    [entry] = [e for e in world.audit() if e.action == "forget"]
     assert entry.actor == "restart" and entry.details == {"resumed": True}
 
 

@@ -532,6 +532,19 @@ class PostgresStore:
 
         return self._run(owner)
 
+    def other_owners(self) -> list[int]:
+        """The other live sessions (game servers) owning documents of the world now."""
+
+        def owners(conn: psycopg.Connection[Any]) -> list[int]:
+            rows = conn.execute(
+                f"SELECT DISTINCT d.owner FROM npc_memory_documents d, (SELECT {_LIVE} AS ids) live "
+                "WHERE d.world = %s AND d.owner = ANY(live.ids) AND d.owner <> %s ORDER BY d.owner",
+                (self.world, self.session),
+            )
+            return [int(owner) for (owner,) in rows]
+
+        return self._run(owners)
+
     def close(self) -> None:
         """Give up every document this session owns and close the connections
         (idempotent). Documents not yet written stay reserved for no one."""

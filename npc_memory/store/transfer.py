@@ -11,6 +11,7 @@ import msgspec
 from npc_memory.errors import StoreError
 from npc_memory.store.base import Store, StoreContents
 from npc_memory.store.documents import AuditEntry, encode_document
+from npc_memory.store.migrations import MigrationContext
 from npc_memory.store.tinydb_store import TinyDBStore
 
 DEFAULT_WORLD = "default"
@@ -22,14 +23,23 @@ def is_url(target: str | os.PathLike[str]) -> bool:
     return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
 
 
-def open_store(target: str | os.PathLike[str], *, world: str | None = None, create: bool = True) -> Store:
+def open_store(
+    target: str | os.PathLike[str],
+    *,
+    world: str | None = None,
+    create: bool = True,
+    migration: MigrationContext | None = None,
+) -> Store:
     """The store at ``target``: a TinyDB store directory (created if missing and
-    ``create``), or world ``world`` of a PostgreSQL database named by URL."""
+    ``create``, else only read), or world ``world`` of a PostgreSQL database named by
+    URL; ``migration`` reads documents of older schemas."""
     if is_url(target):
         from npc_memory.store.postgres import PostgresStore  # needs the optional 'postgres' extra
 
-        return PostgresStore(str(target), world=world or DEFAULT_WORLD)
-    return TinyDBStore(target, create=create, checkpoint_on_close=create, read_only=not create)
+        return PostgresStore(str(target), world=world or DEFAULT_WORLD, migration=migration)
+    return TinyDBStore(
+        target, create=create, checkpoint_on_close=create, read_only=not create, migration=migration
+    )
 
 
 def read_store(
