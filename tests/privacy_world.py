@@ -6,6 +6,7 @@ two backends the privacy tests run on (:class:`Backend`)."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,18 @@ def traces(db: Path, *needles: str) -> list[str]:
     return [path for path, data in store_bytes(db).items() if any(n in data.lower() for n in lowered)]
 
 
+_COPY_WORLD = [
+    "INSERT INTO npc_memory_documents (world, kind, key, version, data) "
+    "SELECT %(new)s, kind, key, version, data FROM npc_memory_documents WHERE world = %(old)s AND data IS NOT NULL",
+    "INSERT INTO npc_memory_meta (world, server, data) SELECT %(new)s, server, data FROM npc_memory_meta "
+    "WHERE world = %(old)s",
+    "INSERT INTO npc_memory_audit (world, token, data) SELECT %(new)s, gen_random_uuid(), data "
+    "FROM npc_memory_audit WHERE world = %(old)s ORDER BY id",
+    "INSERT INTO npc_memory_privacy (world, salt, pending) SELECT %(new)s, salt, pending "
+    "FROM npc_memory_privacy WHERE world = %(old)s",
+]
+
+
 class Backend:
     """Where a privacy test keeps its world: a TinyDB store directory (``path``) or a
     world of its own on the test PostgreSQL server (``url``)."""
@@ -90,6 +103,24 @@ class Backend:
         from npc_memory.store.postgres import PostgresStore
 
         return PostgresStore(self.url, world=self.world, **options)
+
+    def target(self) -> list[str]:
+        """The store as a child process takes it: ``PATH``, or ``URL WORLD``."""
+        return [str(self.path)] if self.url is None else [self.url, self.world]
+
+    def copy(self, path: Path) -> Backend:
+        """A copy of the store as it is now: the directory copied to ``path``, or the
+        world's rows copied to a new world."""
+        twin = Backend(path, self.url)
+        if self.url is None:
+            shutil.copytree(self.path, path)
+            return twin
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            for statement in _COPY_WORLD:
+                conn.execute(statement, {"old": self.world, "new": twin.world})
+        return twin
 
     def cli(self) -> list[str]:
         """The command line's arguments naming the store."""
