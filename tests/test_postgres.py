@@ -19,7 +19,16 @@ import pytest
 
 import npc_memory
 from npc_memory.errors import StoreConflictError, StoreError, StoreOwnedError, StoreVersionError
-from npc_memory.store import AuditEntry, NpcDocument, SharedStore, StoreMeta, encode_document
+from npc_memory.rules import privacy as privacy_rules
+from npc_memory.store import (
+    AuditEntry,
+    NpcDocument,
+    PendingForget,
+    PrivacyStore,
+    SharedStore,
+    StoreMeta,
+    encode_document,
+)
 from npc_memory.store.postgres import STORE_SCHEMA, UPGRADES, PostgresStore
 from tests.postgres import fresh_database, new_world, pg_url, restart_server, wait_until_free
 from tests.test_store_contract import npc, player
@@ -396,3 +405,88 @@ def test_a_commit_whose_answer_was_lost_is_not_written_twice(stores: list[Postgr
         assert store.audit() == [AuditEntry(action="forget", target="alice")]  # appended once
     finally:
         proxy.close()
+
+
+# ---------------------------------------------------------------------- privacy
+
+
+def test_is_a_privacy_store_whose_pending_record_every_server_of_the_world_sees(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    first, second = open_store(stores, url, world), open_store(stores, url, world)
+    assert isinstance(first, PrivacyStore) and first.pending_forgets() == []
+    first.set_pending_forgets([PendingForget(key="alice", name="Alice"), PendingForget(key="bob")])
+    assert second.pending_forgets() == [PendingForget(key="alice", name="Alice"), PendingForget(key="bob")]
+    assert open_store(stores, url, new_world()).pending_forgets() == []  # another world: its own record
+    second.set_pending_forgets([])
+    assert first.pending_forgets() == []
+
+
+def test_the_audit_salt_is_kept_per_world_across_reinstalls(url: str, world: str) -> None:
+    pseudonyms = []
+    for name in (world, world, new_world()):
+        plugin = npc_memory.install(world=name, store=url)
+        try:
+            plugin.add_player(key="alice", name="Alice")
+            pseudonyms.append(plugin.set_consent("alice", True).player)
+        finally:
+            npc_memory.uninstall(name)
+    assert pseudonyms[0] == pseudonyms[1] and pseudonyms[2] != pseudonyms[0]
+    assert pseudonyms[0].startswith("p-") and "alice" not in pseudonyms[0]
+    store = PostgresStore(url, world=world)
+    try:
+        assert [e.target for e in store.audit()] == pseudonyms[:2]
+        assert store.audit_salt() == store.audit_salt() and len(store.audit_salt()) == 16
+    finally:
+        store.close()
+
+
+def test_purge_deletes_the_row_redacts_the_audit_and_reports_what_still_names_the_player(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    store = open_store(stores, url, world)
+    store.write([encode_document(npc("hilda")), encode_document(player("alice")), encode_document(player("bob"))])
+    store.append_audit(AuditEntry(action="note", target="alice", details={"said": ["Alice-the-brave waved", "no"]}))
+    store.append_audit(AuditEntry(action="note", target="malice", details={"alicex": 1}))  # not the word
+    other_world = open_store(stores, url, new_world())
+    other_world.append_audit(AuditEntry(action="note", target="alice"))
+    report = store.purge(privacy_rules.mention_pattern(["alice", "Alice-the-brave"]), remove=["alice"])  # type: ignore[arg-type]
+    assert (report.removed, report.scrubbed) == (1, 1)
+    assert report.remaining == ["document 'hilda'"]  # its memories are about alice: the caller's to clean
+    assert store.keys() == ["bob", "hilda"] and "alice" not in store.versions()
+    assert [(e.target, e.details) for e in store.audit()] == [
+        ("someone", {"said": ["someone waved", "no"]}),
+        ("malice", {"alicex": 1}),
+    ]
+    assert [e.target for e in other_world.audit()] == ["alice"]  # other worlds are not touched
+    store.write([encode_document(player("alice"))])  # the key may be used again, as a new document
+    assert open_store(stores, url, world).load().lsns["alice"] == 1
+
+
+def test_purge_refuses_a_player_another_game_server_has_in_play(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    here, there = open_store(stores, url, world), open_store(stores, url, world)
+    here.release_on_write("alice")
+    here.write([encode_document(player("alice"))])
+    there.claim("alice", "player")
+    here.append_audit(AuditEntry(action="note", target="alice"))
+    with pytest.raises(StoreOwnedError, match=r"'alice'.*owned by another game server"):
+        here.purge(privacy_rules.mention_pattern(["alice"]), remove=["alice"])  # type: ignore[arg-type]
+    assert here.keys() == ["alice"] and [e.target for e in here.audit()] == ["alice"]  # nothing applied
+    assert here.other_owners() == [there.session] and there.other_owners() == []
+
+
+def test_a_schema_1_database_gains_the_privacy_table_on_open(url: str, world: str) -> None:
+    with fresh_database(url) as database:
+        PostgresStore(database, world=world).close()
+        with psycopg.connect(database, autocommit=True) as admin:
+            admin.execute("DROP TABLE npc_memory_privacy")
+            admin.execute("UPDATE npc_memory_schema SET version = 1")
+            store = PostgresStore(database, world=world)
+            try:
+                store.set_pending_forgets([PendingForget(key="alice")])
+                assert store.pending_forgets() == [PendingForget(key="alice")] and len(store.audit_salt()) == 16
+            finally:
+                store.close()
+            assert admin.execute("SELECT version FROM npc_memory_schema").fetchall() == [(STORE_SCHEMA,)] == [(2,)]

@@ -3,8 +3,6 @@ one named test each: what the failure would look like, and that it does not happ
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import msgspec
 import pytest
 
@@ -15,7 +13,7 @@ from npc_memory.errors import PrivacyError
 from npc_memory.extraction.validate import parse_memories
 from npc_memory.store import NpcDocument, PlayerDocument, StoreMeta
 
-from .privacy_world import run
+from .privacy_world import Backend, run
 
 
 def village(**privacy: object) -> npc_memory.MemoryPlugin:
@@ -136,8 +134,8 @@ def test_09_clone_never_copies_player_session_anon_or_sensitive_items() -> None:
     assert copied == ["I brew the best ale"]
 
 
-def test_10_player_privacy_needs_consent_and_allows_opt_out(tmp_path: Path) -> None:
-    plugin = npc_memory.install(world="fm", store=tmp_path / "s.db", seed=1)
+def test_10_player_privacy_needs_consent_and_allows_opt_out(backend: Backend) -> None:
+    plugin = npc_memory.install(world="fm", store=backend.store(), seed=1)
     plugin.add_npc(key="carla", archetype="innkeeper")
     plugin.add_player(key="p456", name="Walker")
     with pytest.raises(PrivacyError, match="has not consented"):
@@ -150,7 +148,7 @@ def test_10_player_privacy_needs_consent_and_allows_opt_out(tmp_path: Path) -> N
     assert plugin.memories("carla", "p456") == []
     plugin.forget_player("p456")  # and deletion
     plugin.save()
-    assert all(b"walker" not in p.read_bytes().lower() for p in (tmp_path / "s.db").rglob("*") if p.is_file())
+    assert backend.traces("walker") == []
 
 
 def test_11_statements_are_attributed_to_the_participant_who_made_them() -> None:
@@ -167,9 +165,8 @@ def test_11_statements_are_attributed_to_the_participant_who_made_them() -> None
     assert {m.source_conversation for m in plugin.memories("carla", "p456")} == {"carla/p456/1"}
 
 
-def test_12_nothing_of_a_session_survives_the_game_end(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
-    plugin = npc_memory.install(world="fm", store=db, seed=1, game_id="g1")
+def test_12_nothing_of_a_session_survives_the_game_end(backend: Backend) -> None:
+    plugin = npc_memory.install(world="fm", store=backend.store(), seed=1, game_id="g1")
     plugin.add_npc(key="carla", archetype="innkeeper", room="hall")
     plugin.add_player(key="p456", name="Walker", room="hall")
     plugin.add_player(key="anon", name="Someone", anonymous=True, room="hall")
@@ -178,7 +175,7 @@ def test_12_nothing_of_a_session_survives_the_game_end(tmp_path: Path) -> None:
     plugin.observe(room="hall", subject="p456", content="Walker tipped well", tags=["gift"])
     plugin.end_game()
     npc_memory.uninstall("fm")
-    plugin = npc_memory.install(world="fm", store=db, seed=1, game_id="g2")
+    plugin = npc_memory.install(world="fm", store=backend.store(), seed=1, game_id="g2")
     plugin.add_npc(key="carla", archetype="innkeeper")
     doc = plugin.npc("carla")
     scopes = [m.scope for p in (doc.bank.world, *doc.bank.players.values()) for m in p.all()]
