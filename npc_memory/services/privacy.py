@@ -9,10 +9,17 @@ on disk is purged, the player's own document goes last, and only then is the pen
 record removed; a restart that finds it forgets the player again (idempotent) and the
 audit log says the forgetting was resumed. Audit entries name players by a salted
 pseudonym, never by key or name.
+
+On a store several game servers share, the operations that change every NPC's document
+(forgetting, ending a game, withdrawn consent) are refused while another server owns
+documents of the world (it holds those NPCs, and would keep what they know): they run on
+the one server left, or from ``npc-memory`` once the servers have stopped. A forgetting
+a restart finds unfinished waits for the same.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections import Counter
@@ -40,6 +47,8 @@ from npc_memory.services.persistence import PersistenceService, handle_of
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.state import WorldState
 from npc_memory.store import NpcDocument, PendingForget, PlayerDocument, PrivacyStore, Store
+
+log = logging.getLogger("npc_memory.privacy")
 
 
 class ForgetReport(msgspec.Struct, kw_only=True):
@@ -126,6 +135,22 @@ class PrivacyService:
             return store
         return None
 
+    def _others_owning(self) -> list[int]:
+        """The other game servers owning documents of a shared store's world now."""
+        shared = self.persistence.shared
+        return [] if shared is None or self.persistence.writer is None else shared.other_owners()
+
+    def _require_sole_server(self, action: str, target: str) -> None:
+        """Refuse ``action`` on ``target`` (changing NPCs of the whole world) while other
+        game servers own documents of a shared store's world."""
+        owners = self._others_owning()
+        if owners:
+            raise PrivacyError(
+                f"cannot {action} {target!r}: other game servers (sessions {', '.join(map(str, owners))}) "
+                "own documents of the world and would keep what their NPCs hold; run it on the one "
+                "server left, or with 'npc-memory' once the servers have stopped"
+            )
+
     def pseudonym(self, key: str) -> str:
         """The pseudonym that stands for player ``key`` in the audit log."""
         if self._salt is None:
@@ -197,16 +222,24 @@ class PrivacyService:
         store = self._privacy_store()
         if store is None:
             return []
-        return [
-            self.forget_player(p.key, actor="restart", name=p.name, resumed=True)
-            for p in store.pending_forgets()
-        ]
+        pending = store.pending_forgets()
+        owners = self._others_owning() if pending else []
+        if owners:
+            log.warning(
+                "%d players' forgetting is unfinished; it finishes when no other game server "
+                "(sessions %s) owns documents of the world",
+                len(pending),
+                ", ".join(map(str, owners)),
+            )
+            return []
+        return [self.forget_player(p.key, actor="restart", name=p.name, resumed=True) for p in pending]
 
     def forget_player(
         self, key: str, *, actor: str, name: str | None = None, resumed: bool = False
     ) -> ForgetReport:
         """Remove player ``key`` from the live world, every NPC (live or stored), the
         extraction pipeline and every generation of the store on disk."""
+        self._require_sole_server("forget the player", key)
         state = self.state
         live = state.registry.live_player(key)
         stored = state.stored.get(key)
@@ -321,6 +354,7 @@ class PrivacyService:
         had ids), the open conversations and summaries of players who have not
         consented, and everything held about anonymous participants (the documents of
         those no longer in the live world included)."""
+        self._require_sole_server("end the game", game or self.state.game)
         state = self.state
         ending = state.game if game is None else game
         rules = state.pack.privacy
@@ -413,6 +447,8 @@ class PrivacyService:
             raise InvalidArgumentError(f"no player {key!r}, live or stored")
         if consent and profile.anonymous:
             raise PrivacyError(f"player {key!r} is anonymous and cannot consent to be remembered")
+        if not consent:
+            self._require_sole_server("withdraw the player's consent", key)
         changed_profile = msgspec.structs.replace(profile, consent=consent)
         if live is not None:
             state.registry.replace_profile(live, changed_profile)

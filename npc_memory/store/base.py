@@ -145,3 +145,7 @@ class SharedStore(Store, Protocol):
     def release_on_write(self, key: str) -> None:
         """Give up ``key`` with its next write."""
         ...
+
+    def other_owners(self) -> list[int]:
+        """The other game servers (their sessions) owning documents now."""
+        ...
