@@ -1,11 +1,12 @@
 """Privacy operations on a saved world: forgetting one player everywhere (every NPC,
-the journal folded, older generations scrubbed), ending a game, and the decay tick with
-per-scope retention on (retention adds no per-tick work beyond the decay budget)."""
+the journal folded, older generations scrubbed; on PostgreSQL the rows, the audit table
+and a vacuum), ending a game, and the decay tick with per-scope retention on (retention
+adds no per-tick work beyond the decay budget)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 import npc_memory
 from npc_memory.content import load_pack, validate_pack
+from tests.privacy_world import Backend
 
 from .conftest import uninstall_all
 
@@ -37,24 +39,31 @@ def populate(plugin: npc_memory.MemoryPlugin) -> None:
             plugin.observe(room=f"room{r}", subject=f"player{p:02d}", content=f"Person{p:02d} sang", tags=["gift"])
 
 
-@pytest.fixture(scope="module")
-def saved_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+@pytest.fixture(scope="module", params=["tinydb", "postgres"])
+def saved_world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
+    """The world saved in a store directory, then in a fresh PostgreSQL database."""
     db = tmp_path_factory.mktemp("privacy") / "world.db"
-    plugin = npc_memory.install(world="bench-privacy", store=db, seed=1)
-    populate(plugin)
-    npc_memory.uninstall("bench-privacy")
-    yield db
-    uninstall_all()
+    with contextlib.ExitStack() as stack:
+        url = None
+        if request.param == "postgres":
+            from tests.postgres import fresh_database, pg_url
+
+            url = stack.enter_context(fresh_database(pg_url()))
+        backend = Backend(db, url)
+        plugin = npc_memory.install(world="bench-privacy", store=backend.store(), seed=1)
+        populate(plugin)
+        npc_memory.uninstall("bench-privacy")
+        yield backend
+        uninstall_all()
 
 
-def test_forget_player_in_a_saved_world(benchmark, saved_world: Path, tmp_path: Path, cleanup: None) -> None:  # type: ignore[no-untyped-def]
+def test_forget_player_in_a_saved_world(benchmark, saved_world: Backend, tmp_path: Path, cleanup: None) -> None:  # type: ignore[no-untyped-def]
     copies = itertools.count()
 
     def setup() -> tuple[tuple[npc_memory.MemoryPlugin, str], dict[str, object]]:
         uninstall_all()
-        db = tmp_path / f"copy{next(copies)}.db"
-        shutil.copytree(saved_world, db)
-        plugin = npc_memory.install(world="bench-forget", store=db, seed=1)
+        copy = saved_world.copy(tmp_path / f"copy{next(copies)}.db")
+        plugin = npc_memory.install(world="bench-forget", store=copy.store(), seed=1)
         for n in range(NPCS):
             plugin.add_npc(key=f"npc{n:03d}")
         return (plugin, "player07"), {}
