@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import esper
 import pytest
@@ -17,6 +17,9 @@ from npc_memory.errors import StoreError
 from npc_memory.installation import _INSTALLED
 
 from .fake_anthropic import FakeMessagesAPI
+
+if TYPE_CHECKING:
+    from .privacy_world import Backend
 
 
 def tick(world: str, n: int = 1, dt: float = 1.0) -> None:
@@ -97,7 +100,7 @@ def api() -> Iterator[FakeMessagesAPI]:
 
 
 @pytest.fixture(params=["tinydb", "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     """A privacy test's store: a TinyDB directory, then a world on the test PostgreSQL
     server (skipped without one)."""
     from .privacy_world import Backend
