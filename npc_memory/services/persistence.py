@@ -162,6 +162,8 @@ class PersistenceService:
             )
         )
         state.persistent = store is not None
+        if store is not None:
+            state.registry.listeners.append(self)  # a move changes the room a document holds
         if isinstance(store, JournalStore) and self.writer is not None:
             self._seed(store.versions())
         self._round: set[str] = set()
@@ -201,6 +203,18 @@ class PersistenceService:
                 captured = capture_document(document)
                 assert isinstance(captured, NpcCapture)
                 self.writer.seed(key, lsn, captured)
+
+    # ------------------------------------------------------------------ the registry's news
+
+    def npc_added(self, npc: NpcHandle) -> None:
+        """(Adding marks what it changes itself.)"""
+
+    def npc_removed(self, npc: NpcHandle) -> None:
+        """(Removing keeps the document: see :meth:`keep`.)"""
+
+    def npc_moved(self, npc: NpcHandle, old: str | None, new: str | None) -> None:
+        """``npc`` changed rooms: its document's room follows (no part of it changed)."""
+        self.state.mark(npc.identity.key, 0)
 
     @property
     def round_active(self) -> bool:
