@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 import npc_memory
 from npc_memory.content import load_pack, validate_pack
-from npc_memory.store.records import gil_enabled
+from npc_memory.store import Part
+from npc_memory.store.records import NpcCapture, capture_handle, document_of_capture, gil_enabled
 from npc_memory.systems.snapshot import SnapshotSystem
 
 from .conftest import reset_esper, tick
@@ -186,3 +187,22 @@ def test_changes_spread_over_rounds_come_back(steps: list[tuple[str, bool]]) -> 
         add_everyone(restored)
         assert components(restored) == live
         npc_memory.uninstall("parts")
+
+
+def test_a_capture_takes_the_parts_changed_since_its_round_began(tmp_path: Path) -> None:
+    """A round hands the writer the parts marked before it began; a part changed
+    since (a conversation applied while the writer captures, say) is copied too, so a
+    capture is the document at one instant and never shows a conversation as
+    extracted without the memories it gave."""
+    reset_esper()
+    plugin = settled_world(tmp_path / "w.db")
+    service = next(p for p in plugin.processors if isinstance(p, SnapshotSystem)).persistence
+    hilda = plugin.npc("hilda")
+    base = capture_handle(hilda, 0.0)
+    assert isinstance(base, NpcCapture)
+    plugin.remember("hilda", "alice", "Alice came back", tags=["trade"])  # marked after the round began
+    captured = service._capture_atomically("hilda", Part.WORKING, base)
+    assert isinstance(captured, NpcCapture)
+    assert captured.bank is not base.bank and captured.knowledge is base.knowledge
+    assert document_of_capture(captured) == document_of_capture(capture_handle(hilda, plugin.clock.now))
+    npc_memory.uninstall("parts")

@@ -383,6 +383,10 @@ class PersistenceService:
                 self._unsettled[-1] = (self._round_number, self._round_since, self._unsettled[-1][2])
             self._since = None
         else:  # (a round the writer is capturing goes on; this one follows it)
+            if self._round_active and self.capture_on_writer:
+                # The writer reads the parts marked since its round began while it
+                # captures: they must stay where they are until it is done.
+                self.writer.drain()
             self._start_round(now)
         keys, self._round = self._round, set()
         parts, self._round_parts = self._round_parts, {}
@@ -483,9 +487,20 @@ class PersistenceService:
         """Capture ``key``'s document on the writer thread (see
         :func:`~npc_memory.store.records.capture_atomically`): of a live NPC only
         ``parts``, the rest taken from ``base``."""
-        handle = self.state.registry.live(key)
+        state = self.state
+        handle = state.registry.live(key)
         if handle is not None:
-            return capture_atomically(handle, self.state.clock.now, parts, base)
+            # Parts changed since the round began count too: a capture shows the whole
+            # document at one instant, never a later change to one part beside an
+            # earlier state of another (a conversation marked extracted without the
+            # memories it gave). Checked again after copying, in case the game ran.
+            parts |= state.changed.get(key, 0)
+            while True:
+                captured = capture_atomically(handle, state.clock.now, parts, base)
+                later = state.changed.get(key, 0) & ~parts
+                if not later:
+                    return captured
+                parts |= later
         stored = self.state.stored.get(key)
         if stored is None:
             return None
