@@ -512,31 +512,66 @@ class NpcPatch(msgspec.Struct, tag="patch", omit_defaults=True, kw_only=True):
     facts_next_id: int | None = None
 
 
+ALIGNED_EDITS = 8
+"""Records replaced in place up to which a list edit keeps the rest as runs around
+them without matching records one by one."""
+
+
 def list_edit(base: Sequence[T], new: Sequence[T]) -> list[Any] | None:
     """The edit turning ``base`` into ``new`` (``None`` if equal): runs of ``base``
-    kept, as ``start, stop`` pairs, and new records, in order."""
+    kept, as ``start, stop`` pairs, and new records, in order. Records replaced in
+    place and appended are found in C; otherwise only what lies between the records
+    both lists start and end with (the same objects) is matched record by record.
+    So appending, replacing or removing a few records costs little whatever the
+    length."""
     if new == base:  # identical records compare by identity first: O(n) pointer checks
         return None
-    n = len(base)
-    if n and len(new) >= n and new[:n] == base:  # the common case: appended
-        return [0, n, *new[n:]]
-    where = {id(record): i for i, record in enumerate(base)}  # base keeps its records alive
+    n, m = len(base), len(new)
+    k = min(n, m)
+    replaced = list(compress(range(k), map(operator.is_not, base, new)))  # in C
+    if len(replaced) <= ALIGNED_EDITS:  # the usual case: a few replaced in place, some appended
+        ops: list[Any] = []
+        at = 0
+        for i in replaced:
+            if i > at:
+                ops += (at, i)
+            ops.append(new[i])
+            at = i + 1
+        if k > at:
+            ops += (at, k)
+        ops += new[k:]
+        return ops
+    head = replaced[0]
+    tail = 0
+    if head < k:
+        tail = next(compress(range(k - head), map(operator.is_not, reversed(base), reversed(new))), k - head)
+    ops = [0, head] if head else []
+    ops += _middle_edit(base, new, head, n - tail, m - tail)
+    if tail:
+        ops += (n - tail, n)
+    return ops
+
+
+def _middle_edit(base: Sequence[T], new: Sequence[T], start: int, base_stop: int, new_stop: int) -> list[Any]:
+    """:func:`list_edit` of ``base[start:base_stop]`` into ``new[start:new_stop]``
+    (runs numbered in ``base``)."""
+    where = {id(base[i]): i for i in range(start, base_stop)}  # base keeps its records alive
     ops: list[Any] = []
-    start = stop = -1
-    for record in new:
+    first = stop = -1
+    for record in new[start:new_stop]:
         i = where.get(id(record), -1)
         if i >= 0 and i == stop:
             stop += 1
             continue
-        if start >= 0:
-            ops += (start, stop)
+        if first >= 0:
+            ops += (first, stop)
         if i >= 0:
-            start, stop = i, i + 1
+            first, stop = i, i + 1
         else:
-            start = stop = -1
+            first = stop = -1
             ops.append(record)
-    if start >= 0:
-        ops += (start, stop)
+    if first >= 0:
+        ops += (first, stop)
     return ops
 
 
