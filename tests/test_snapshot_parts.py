@@ -11,7 +11,6 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +23,7 @@ from npc_memory.store.records import NpcCapture, capture_handle, document_of_cap
 from npc_memory.systems.snapshot import SnapshotSystem
 
 from .conftest import reset_esper, tick
+from .test_persistence import components
 
 pytestmark = pytest.mark.skipif(not gil_enabled(), reason="the writer thread captures only with a GIL")
 
@@ -43,17 +43,6 @@ def add_everyone(plugin: npc_memory.MemoryPlugin) -> None:
         plugin.add_npc(key=key)
     for key in PLAYERS:
         plugin.add_player(key=key)
-
-
-def components(plugin: npc_memory.MemoryPlugin) -> dict[str, Any]:
-    state: dict[str, Any] = {}
-    for key in plugin.npcs():
-        h = plugin.npc(key)
-        state[key] = (h.identity, h.faction, h.location, h.traits, h.bank, h.relationships, h.working, h.knowledge)
-    for key in plugin.players():
-        p = plugin.player(key)
-        state[key] = (p.identity, p.faction, p.location, p.profile)
-    return state
 
 
 def settled_world(path: Path) -> npc_memory.MemoryPlugin:

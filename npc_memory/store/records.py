@@ -1,12 +1,15 @@
 """Snapshot records: consistent captures of a document's components, the patch between
 two captures of one document, and the journal records that carry them.
 
-A *capture* is a copy of every container of an NPC's components (lists and dicts of
+A *capture* is a copy of the containers of an NPC's components (lists and dicts of
 frozen records: pointer copies, no encoding) that the writer can read while the game
 keeps changing the live components. It is one ``msgspec.convert`` call, C code that
 neither releases the GIL nor runs Python code, so the writer thread itself may make
 it (:func:`capture_atomically`): no other thread runs meanwhile. Without a GIL the
-thread that changes the components makes it (:func:`capture_handle`).
+thread that changes the components makes it (:func:`capture_handle`). The writer
+copies only the parts of the document (:class:`~npc_memory.store.documents.Part`)
+marked changed since the capture it wrote last and shares the others with it, so a
+witness that learned one fact costs a copy of its facts, not of its memories.
 
 A *patch* is computed on the writer thread between the capture last written for a key
 and a new one. Records are immutable, so a list that changed is described by runs of
@@ -305,21 +308,7 @@ def _flat(copied: Any, saved_at: float, base: NpcCapture | None) -> Capture:
     relationships = getattr(copied, "relationships", None)
     working = getattr(copied, "working", None)
     knowledge = getattr(copied, "knowledge", None)
-    if base is not None and None in (bank, relationships, working, knowledge):
-        return NpcCapture(
-            identity.key,
-            identity.name,
-            faction,
-            copied.traits.archetype,
-            copied.location.room,
-            copied.traits,
-            saved_at,
-            base.bank if bank is None else _bank_part(bank),
-            base.relationships if relationships is None else relationships.by_player,
-            base.working if working is None else _working_part(working),
-            base.knowledge if knowledge is None else KnowledgePart(knowledge.facts, knowledge.next_id),
-        )
-    return _flatten(
+    return NpcCapture(
         identity.key,
         identity.name,
         faction,
@@ -327,11 +316,16 @@ def _flat(copied: Any, saved_at: float, base: NpcCapture | None) -> Capture:
         copied.location.room,
         copied.traits,
         saved_at,
-        copied.bank,
-        copied.relationships.by_player,
-        copied.working,
-        copied.knowledge,
+        _kept(base).bank if bank is None else _bank_part(bank),
+        _kept(base).relationships if relationships is None else relationships.by_player,
+        _kept(base).working if working is None else _working_part(working),
+        _kept(base).knowledge if knowledge is None else KnowledgePart(knowledge.facts, knowledge.next_id),
     )
+
+
+def _kept(base: NpcCapture | None) -> NpcCapture:
+    assert base is not None, "a copy of some parts needs the capture that holds the others"
+    return base
 
 
 def _bank_part(bank: Any) -> BankPart:
