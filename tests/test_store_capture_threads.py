@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(not gil_enabled(), reason="atomic captures need 
 def gap(captured: NpcCapture) -> int:
     """Memories made minus interactions: 0 or 1 at every instant of the loop below (a
     memory is added, then the interaction counted), anything else if torn."""
-    memories = captured.next_id - 1
+    memories = captured.bank.next_id - 1
     rel = captured.relationships.get("alice")
     return memories - (rel.interaction_count if rel is not None else 0)
 

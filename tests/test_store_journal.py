@@ -173,6 +173,25 @@ def test_the_writer_checkpoints_in_slices_when_the_journal_grows(tmp_path: Path)
     store.close()
 
 
+def test_reading_a_long_journal_for_a_checkpoint_is_sliced_too(tmp_path: Path) -> None:
+    """The records are read a slice at a time (the writer goes back to new snapshot
+    batches in between), and appends made meanwhile are kept."""
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1)
+    count = 3 * tinydb_module.PAUSE_EVERY_RECORDS
+    store.write([encode_document(npc(f"n{i}")) for i in range(count)])
+    pauses: list[int] = []
+    slices = 0
+    while store.maintain(0.0, lambda: pauses.append(1)):
+        slices += 1
+        if slices == 1:  # still reading: nothing folded yet
+            assert not list((tmp_path / "v.db" / "docs").glob("*.json"))
+            store.write([encode_document(npc("late"))])
+    assert slices > count  # a slice to start reading, a few to read, one per document folded
+    assert len(pauses) >= 3
+    assert set(store.load().documents) == {"late", *(f"n{i}" for i in range(count))}
+    store.close()
+
+
 def test_a_torn_append_loses_only_that_append(tmp_path: Path) -> None:
     db = tmp_path / "v.db"
     store = TinyDBStore(db, checkpoint_on_close=False)

@@ -27,7 +27,7 @@ from npc_memory.services.knowledge import KnowledgeService
 from npc_memory.services.memories import MemoryService
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.services.safety import is_marked, said
-from npc_memory.state import WorldState
+from npc_memory.state import Part, WorldState
 
 RULES_CONFIDENCE = 0.7
 """Confidence of memories the rule-based extractor made."""
@@ -96,7 +96,7 @@ class ConversationService:
             return
         npc.working.open[player.identity.key] = turns
         turns.append(Turn(line.speaker, kept) if kept != line.text else line)
-        self.state.mark(npc.identity.key)
+        self.state.mark(npc.identity.key, Part.WORKING)
 
     def open_lines(self, npc: NpcHandle, player: str) -> list[Turn]:
         """The lines of the open conversation of ``npc`` and ``player`` so far."""
@@ -135,7 +135,7 @@ class ConversationService:
         del working.open[player_key]
         working.conversations[player_key] = number
         working.remember_conversation(player_key, summary)
-        self.state.mark(npc_key)
+        self.state.mark(npc_key, Part.WORKING)
         self.relationships.record_interaction(npc, player)
         for turn in quoted:  # kept as said, quoted and marked: never extracted, never a claim
             with contextlib.suppress(MemoryCapacityError, PrivacyError):
@@ -237,7 +237,7 @@ class ConversationService:
             for dim, delta in allowed.items():
                 deltas[dim] = deltas.get(dim, 0.0) + delta
                 talk.spent[dim] = talk.spent.get(dim, 0.0) + abs(delta)
-        self.state.mark(npc.identity.key)
+        self.state.mark(npc.identity.key, Part.WORKING)
         if deltas:
             self.relationships.change(npc, job.player, deltas)
         stats.applied += 1

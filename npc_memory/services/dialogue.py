@@ -25,7 +25,7 @@ from npc_memory.rules import memory as memory_rules
 from npc_memory.safety import DATA_NOTICE, quote
 from npc_memory.services.conversations import ConversationService
 from npc_memory.services.relationships import RelationshipService
-from npc_memory.state import WorldState
+from npc_memory.state import Part, WorldState
 
 
 class PromptMessages(msgspec.Struct, frozen=True, kw_only=True):
@@ -95,7 +95,7 @@ class DialogueService:
                             record, access_count=record.access_count + 1, last_accessed=now
                         )
                         records[position] = touched[id(record)] = fresh
-        self.state.mark(npc.identity.key)
+        self.state.mark(npc.identity.key, Part.BANK)
         return [touched.get(id(memory), memory) for memory in memories]
 
     def context(

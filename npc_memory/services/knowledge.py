@@ -12,7 +12,7 @@ from npc_memory.rules import relationships as rel_rules
 from npc_memory.services.board import GossipBoard
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.services.safety import SafetyService
-from npc_memory.state import WorldState
+from npc_memory.state import Part, WorldState
 
 
 class KnowledgeService:
@@ -145,16 +145,16 @@ class KnowledgeService:
         rules = self.state.pack.knowledge
         outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now, npc.relationships.by_player, index)
         if outcome.merged is not None:  # the same claim again: reinforced, not copied
-            self.state.mark(key)
+            self.state.mark(key, Part.KNOWLEDGE)
             return None
         if outcome.stored is None:  # the new fact was evicted at once, maybe with others
             if outcome.removed or outcome.displaced is not None:
-                self.state.mark(key)
+                self.state.mark(key, Part.KNOWLEDGE)
             return None
         npc.knowledge.next_id += 1
         if npc.live:
             self.board.news(key, npc.location.room)
-        self.state.mark(key)
+        self.state.mark(key, Part.KNOWLEDGE)
         stored = outcome.stored
         event_type = SecretLearned if "secret" in stored.tags else FactLearned
         self.state.publish(
@@ -198,7 +198,7 @@ class KnowledgeService:
                 npc.knowledge, self.state.pack.knowledge, self.state.clock.now
             )
             self.board.touch(npc.location.room)
-        self.state.mark(npc.identity.key)
+        self.state.mark(npc.identity.key, Part.KNOWLEDGE)
 
     def learn_authored(self, npc: NpcHandle) -> None:
         """Teach a newly added NPC the pack's authored facts meant for it."""

@@ -26,7 +26,7 @@ from npc_memory.rules import relationships as rel_rules
 from npc_memory.rules.knowledge import FLAGGED
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.services.safety import SafetyService, is_marked, marked
-from npc_memory.state import WorldState
+from npc_memory.state import Part, WorldState
 
 
 class MemoryService:
@@ -128,7 +128,7 @@ class MemoryService:
         else:
             memory_rules.insert(pair, memory, self.state.pack.memory, now)
             npc.bank.next_id += 1
-        self.state.mark(npc.identity.key)
+        self.state.mark(npc.identity.key, Part.BANK)
         if key is not None and habit is None and held is None:
             self._check_milestone(npc, key, len(pair))
         if affect_relationship and key is not None:

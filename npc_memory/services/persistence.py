@@ -11,7 +11,10 @@ batch. The round is complete once its last batch is on disk.
 
 Where the interpreter has a GIL (every CPython before the free-threaded builds) the
 writer captures the round's documents itself, each with one C call that no other
-thread can interrupt: the tick only hands over the set of keys. Otherwise the tick
+thread can interrupt: the tick only hands over the set of keys, with the parts of
+each NPC's document the services marked changed (:meth:`WorldState.mark`); the
+writer copies and compares those parts (and any marked since) and keeps the rest of
+what it wrote last, so a round costs what changed, not the documents' sizes. Otherwise the tick
 captures them, ``snapshot_tick_ms`` and ``snapshot_documents_per_tick`` at a time.
 Disk work and encoding never happen on the tick.
 
@@ -162,9 +165,13 @@ class PersistenceService:
             )
         )
         state.persistent = store is not None
+        if store is not None:
+            state.registry.listeners.append(self)  # a move changes the room a document holds
         if isinstance(store, JournalStore) and self.writer is not None:
             self._seed(store.versions())
         self._round: set[str] = set()
+        self._round_parts: dict[str, int] = {}
+        """The parts of the round's NPCs that changed (see :attr:`WorldState.changed`)."""
         self._round_number = 0
         self._round_since: float | None = None
         self._round_active = False
@@ -199,6 +206,18 @@ class PersistenceService:
                 captured = capture_document(document)
                 assert isinstance(captured, NpcCapture)
                 self.writer.seed(key, lsn, captured)
+
+    # ------------------------------------------------------------------ the registry's news
+
+    def npc_added(self, npc: NpcHandle) -> None:
+        """(Adding marks what it changes itself.)"""
+
+    def npc_removed(self, npc: NpcHandle) -> None:
+        """(Removing keeps the document: see :meth:`keep`.)"""
+
+    def npc_moved(self, npc: NpcHandle, old: str | None, new: str | None) -> None:
+        """``npc`` changed rooms: its document's room follows (no part of it changed)."""
+        self.state.mark(npc.identity.key, 0)
 
     @property
     def round_active(self) -> bool:
@@ -327,7 +346,8 @@ class PersistenceService:
             self._start_round(now)
             if self.capture_on_writer:  # the writer captures the round: hand it the keys
                 keys, self._round = self._round, set()  # the writer owns the set now
-                self._submit_keys(keys)
+                parts, self._round_parts = self._round_parts, {}
+                self._submit_keys(keys, parts)
         if not self._round_active:
             return
         if self.capture_on_writer:
@@ -358,15 +378,23 @@ class PersistenceService:
         if self._round_active and not self.capture_on_writer:  # the round takes in everything dirty
             self._round |= state.dirty
             state.dirty = set()
+            for key, mask in state.changed.items():
+                self._round_parts[key] = self._round_parts.get(key, 0) | mask
+            state.changed = {}
             if self._since is not None and self._round_since is not None:
                 self._round_since = min(self._round_since, self._since)
                 self._unsettled[-1] = (self._round_number, self._round_since, self._unsettled[-1][2])
             self._since = None
         else:  # (a round the writer is capturing goes on; this one follows it)
+            if self._round_active and self.capture_on_writer:
+                # The writer reads the parts marked since its round began while it
+                # captures: they must stay where they are until it is done.
+                self.writer.drain()
             self._start_round(now)
         keys, self._round = self._round, set()
+        parts, self._round_parts = self._round_parts, {}
         if self.capture_on_writer:  # this thread waits below: the writer sees one instant
-            self._submit_end([], now, keys, after=after, audit=audit)
+            self._submit_end([], now, keys, parts, after=after, audit=audit)
         else:
             captures = [c for c in map(self._capture, keys, [now] * len(keys)) if c is not None]
             self._submit_end(captures, now, after=after, audit=audit)
@@ -419,6 +447,7 @@ class PersistenceService:
         self.snapshots += 1
         self._round_number = self.snapshots
         self._round, state.dirty = state.dirty, set()  # O(1): the round owns the old set
+        self._round_parts, state.changed = state.changed, {}
         self._round_since = now if self._since is None else self._since
         self._since = None
         self._unsettled.append((self._round_number, self._round_since, self.pipeline.released_total))
@@ -457,12 +486,24 @@ class PersistenceService:
             return None if stored is None else capture_document(stored)
         return capture_handle(handle, now)
 
-    def _capture_atomically(self, key: str) -> Capture | None:
+    def _capture_atomically(self, key: str, parts: int, base: NpcCapture | None) -> Capture | None:
         """Capture ``key``'s document on the writer thread (see
-        :func:`~npc_memory.store.records.capture_atomically`)."""
-        handle = self.state.registry.live(key)
+        :func:`~npc_memory.store.records.capture_atomically`): of a live NPC only
+        ``parts``, the rest taken from ``base``."""
+        state = self.state
+        handle = state.registry.live(key)
         if handle is not None:
-            return capture_atomically(handle, self.state.clock.now)
+            # Parts changed since the round began count too: a capture shows the whole
+            # document at one instant, never a later change to one part beside an
+            # earlier state of another (a conversation marked extracted without the
+            # memories it gave). Checked again after copying, in case the game ran.
+            parts |= state.changed.get(key, 0)
+            while True:
+                captured = capture_atomically(handle, state.clock.now, parts, base)
+                later = state.changed.get(key, 0) & ~parts
+                if not later:
+                    return captured
+                parts |= later
         stored = self.state.stored.get(key)
         if stored is None:
             return None
@@ -484,7 +525,7 @@ class PersistenceService:
                 )
             )
 
-    def _submit_keys(self, keys: Collection[str]) -> None:
+    def _submit_keys(self, keys: Collection[str], parts: Mapping[str, int]) -> None:
         """Hand the round's ``keys`` to the writer to capture; the round stays active
         until it has, then :meth:`tick` submits the metadata."""
         assert self.writer is not None
@@ -492,8 +533,8 @@ class PersistenceService:
         self.state.deleted.clear()
         self.writer.submit(
             WriteBatch(
-                keys=keys, deletions=deletions, round=self._round_number, since=self._round_since,
-                captures_round=True,
+                keys=keys, parts=parts, deletions=deletions, round=self._round_number,
+                since=self._round_since, captures_round=True,
             )
         )
         self._round_active = True
@@ -503,12 +544,13 @@ class PersistenceService:
         captures: list[Capture],
         now: float,
         keys: Collection[str] = (),
+        parts: Mapping[str, int] | None = None,
         *,
         after: Callable[[Store], None] | None = None,
         audit: Collection[AuditEntry] = (),
     ) -> None:
         """Submit the last batch of the current round (captures made here, or ``keys``
-        for the writer to capture), with the metadata."""
+        for the writer to capture, of their changed ``parts``), with the metadata."""
         assert self.writer is not None
         deletions = sorted(self.state.deleted)
         self.state.deleted.clear()
@@ -516,6 +558,7 @@ class PersistenceService:
             WriteBatch(
                 captures=captures,
                 keys=keys,
+                parts={} if parts is None else parts,
                 deletions=deletions,
                 meta=self.meta(self._round_number),
                 after=after,

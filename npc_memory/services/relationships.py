@@ -17,7 +17,7 @@ from npc_memory.events import (
 from npc_memory.rules import decay as decay_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.rules.reputation import FactionStanding
-from npc_memory.state import WorldState
+from npc_memory.state import Part, WorldState
 from npc_memory.store.documents import PlayerDocument
 
 
@@ -101,7 +101,7 @@ class RelationshipService:
         rel = npc.relationships.by_player.pop(player, None)
         if rel is None:
             return
-        self.state.mark(npc.identity.key)
+        self.state.mark(npc.identity.key, Part.RELATIONSHIPS)
         if npc.faction.faction is not None and npc.live:
             self.standing.leave_pair(npc.faction.faction, player, rel.disposition)
 
@@ -145,7 +145,7 @@ class RelationshipService:
         change: rel_rules.RelationshipChange,
     ) -> None:
         npc.relationships.by_player[player] = new
-        self.state.mark(npc.identity.key)
+        self.state.mark(npc.identity.key, Part.RELATIONSHIPS)
         self._announce(npc, player, entity, new, change)
         self._standing_changed(
             npc, player, faction, None if old is None else old.disposition, new.disposition

@@ -18,7 +18,7 @@ from npc_memory.state.bus import ErrorPolicy, EventBus, EventQueue, Subscription
 from npc_memory.state.registry import Ref, Registry, RegistryListener
 from npc_memory.state.tick import TickBudget, TickShare
 from npc_memory.state.world import world_context
-from npc_memory.store.documents import Document
+from npc_memory.store.documents import Document, Part
 
 
 @dataclass
@@ -27,7 +27,9 @@ class WorldState:
 
     ``stored``: documents of NPCs and players the store holds that are not in the live
     world. ``dirty``: keys whose documents changed since they were last handed to the
-    store (only tracked when ``persistent``). ``deleted``: keys to delete from the store.
+    store (only tracked when ``persistent``); ``changed``: which parts of each dirty
+    NPC's document changed (a :class:`~npc_memory.store.documents.Part` mask; a dirty key
+    without an entry: all of them). ``deleted``: keys to delete from the store.
     ``game``: the id of the game being played (memories and facts made now carry it).
     """
 
@@ -40,16 +42,21 @@ class WorldState:
     events: EventQueue
     stored: dict[str, Document] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
+    changed: dict[str, int] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
     persistent: bool = False
     game: str = "default"
     tick: TickBudget = field(default_factory=lambda: TickBudget(1.0))
     """The plugin's share of each tick (``budgets.tick_ms``) and whether one is running."""
 
-    def mark(self, key: str) -> None:
-        """The document of ``key`` changed: persist it with the next snapshot."""
+    def mark(self, key: str, parts: int = Part.ALL) -> None:
+        """The document of ``key`` changed (in ``parts``, a :class:`Part` mask; every
+        part unless told): persist it with the next snapshot. A snapshot copies only
+        the parts marked, so a change marked on the wrong part is lost."""
         if self.persistent:
             self.dirty.add(key)
+            changed = self.changed
+            changed[key] = changed.get(key, 0) | parts
 
     def publish(self, event: Event) -> None:
         """Queue ``event``; it is delivered once the current change is complete."""
@@ -60,6 +67,7 @@ __all__ = [
     "ErrorPolicy",
     "EventBus",
     "EventQueue",
+    "Part",
     "Ref",
     "Registry",
     "RegistryListener",

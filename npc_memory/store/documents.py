@@ -55,6 +55,23 @@ class NpcDocument(msgspec.Struct, kw_only=True, tag="npc", tag_field="kind"):
     saved_at: float = 0.0
 
 
+class Part:
+    """The parts of an NPC's document a change can touch, as bits of a mask: a
+    snapshot copies and compares only the parts marked since the key was last written
+    (who it is and where it stands are always taken). Marking more parts than changed
+    is always safe; marking fewer loses the change."""
+
+    BANK = 1
+    """Memories (the world's and each player's), their next id, milestones."""
+    RELATIONSHIPS = 2
+    """How the NPC regards each player."""
+    WORKING = 4
+    """Open conversations, recent summaries, conversation counts, extracted ids."""
+    KNOWLEDGE = 8
+    """Facts and their next id."""
+    ALL = 15
+
+
 class PlayerDocument(msgspec.Struct, kw_only=True, tag="player", tag_field="kind"):
     """Everything persisted about one player (consent and anonymity among it)."""
 

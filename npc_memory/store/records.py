@@ -1,12 +1,15 @@
 """Snapshot records: consistent captures of a document's components, the patch between
 two captures of one document, and the journal records that carry them.
 
-A *capture* is a copy of every container of an NPC's components (lists and dicts of
+A *capture* is a copy of the containers of an NPC's components (lists and dicts of
 frozen records: pointer copies, no encoding) that the writer can read while the game
 keeps changing the live components. It is one ``msgspec.convert`` call, C code that
 neither releases the GIL nor runs Python code, so the writer thread itself may make
 it (:func:`capture_atomically`): no other thread runs meanwhile. Without a GIL the
-thread that changes the components makes it (:func:`capture_handle`).
+thread that changes the components makes it (:func:`capture_handle`). The writer
+copies only the parts of the document (:class:`~npc_memory.store.documents.Part`)
+marked changed since the capture it wrote last and shares the others with it, so a
+witness that learned one fact costs a copy of its facts, not of its memories.
 
 A *patch* is computed on the writer thread between the capture last written for a key
 and a new one. Records are immutable, so a list that changed is described by runs of
@@ -57,6 +60,7 @@ from npc_memory.store.documents import (
     Document,
     EncodedDocument,
     NpcDocument,
+    Part,
     PlayerDocument,
     StoreMeta,
     encode_document,
@@ -74,23 +78,83 @@ Triple = tuple[Sequence[EpisodicMemory], Sequence[SemanticMemory], Sequence[Proc
 _memories = operator.attrgetter("episodic", "semantic", "procedural")
 
 
+def _lengths(seqs: Sequence[Sequence[Any]], *head: int) -> bytes:
+    """``head`` then the length of each of ``seqs``, as signed 64-bit native integers."""
+    layout = array("q", head)
+    layout.extend(map(len, seqs))  # the array is garbage once its bytes are taken
+    return layout.tobytes()
+
+
+def _cut(items: tuple[Any, ...], lengths: Sequence[int]) -> list[tuple[Any, ...]]:
+    cuts = [0, *accumulate(lengths)]
+    return [items[a:b] for a, b in pairwise(cuts)]
+
+
+class BankPart(msgspec.Struct, gc=False):
+    """An NPC's memories at one instant: every record in ``items`` — the world's three
+    lists, then each pair's three in ``keys`` order — with the lists' lengths in
+    ``layout`` (signed 64-bit integers, native order, as bytes: not an object the
+    garbage collector sees)."""
+
+    items: tuple[Any, ...]
+    keys: tuple[str, ...]
+    layout: bytes
+    next_id: int
+    milestones: dict[str, int]
+
+    def view(self) -> tuple[Triple, dict[str, Triple]]:
+        """The world's lists and each pair's (tuples sliced out of ``items``)."""
+        slices = _cut(self.items, memoryview(self.layout).cast("q").tolist())
+        pairs: dict[str, Triple] = {}
+        at = 3
+        for player in self.keys:
+            pairs[player] = (slices[at], slices[at + 1], slices[at + 2])
+            at += 3
+        return (slices[0], slices[1], slices[2]), pairs
+
+
+class WorkingPart(msgspec.Struct, gc=False):
+    """An NPC's working memory at one instant: in ``items`` the extracted conversation
+    ids, then each open conversation's lines, then each pair's recent summaries, their
+    players in ``keys`` (open ones first); ``layout`` holds the number of open
+    conversations, then the lengths."""
+
+    items: tuple[Any, ...]
+    keys: tuple[str, ...]
+    layout: bytes
+    conversations: dict[str, int]
+
+    def view(
+        self,
+    ) -> tuple[tuple[str, ...], dict[str, tuple[Turn, ...]], dict[str, tuple[ConversationSummary, ...]]]:
+        """The extracted ids, open conversations and recent summaries."""
+        layout = memoryview(self.layout).cast("q").tolist()
+        opened = layout[0]
+        slices = _cut(self.items, layout[1:])
+        keys = self.keys
+        open_map = dict(zip(keys[:opened], slices[1 : 1 + opened], strict=True))
+        recent_map = dict(zip(keys[opened:], slices[1 + opened :], strict=True))
+        return slices[0], open_map, recent_map
+
+
+class KnowledgePart(msgspec.Struct, gc=False):
+    """An NPC's facts at one instant."""
+
+    facts: tuple[Fact, ...]
+    next_id: int
+
+
 class NpcCapture(msgspec.Struct, gc=False):
     """The state of one NPC's document at one instant, in containers of its own.
 
     Laid out for the garbage collector, which otherwise dominates the cost of
-    snapshots (a capture lives until the next one of its NPC is written): every record
-    (and extracted conversation id) of the document sits in one tuple, ``items``, in
-    the order ``layout`` describes, beside the player keys (``keys``) and the dicts
-    that hold more than records. So a capture leaves three to five objects the
-    collector counts, not one per list; the struct itself is never tracked (it takes
-    part in no reference cycle) and the collector stops tracking ``items`` and
-    ``keys`` the first time it sees them. :meth:`view` gives the structure back.
-
-    ``layout`` (signed 64-bit integers, native order, as bytes: not an object the
-    collector sees): the numbers of pairs, open conversations and recent conversation
-    lists; then the lengths of the world's three memory lists, of each pair's three
-    (in ``keys`` order), of the facts, of the extracted ids, of each open
-    conversation and each recent list (their players follow the pairs' in ``keys``).
+    snapshots (a capture lives until the next one of its NPC is written): each part of
+    the document (:class:`~npc_memory.store.documents.Part`) is one struct that the
+    collector never tracks, its records in one tuple beside the player keys and the
+    dicts that hold more than records. The collector stops tracking the tuples the
+    first time it sees them. A part nothing changed in is the *same object* as in the
+    capture before, so a capture costs what changed and comparing two captures skips
+    the parts they share. :meth:`view` gives the structure back.
     """
 
     key: str
@@ -100,33 +164,16 @@ class NpcCapture(msgspec.Struct, gc=False):
     room: str | None
     traits: NpcTraits
     saved_at: float
-    next_id: int
-    facts_next_id: int
-    items: tuple[Any, ...]
-    keys: tuple[str, ...]
-    layout: bytes
+    bank: BankPart
     relationships: dict[str, Relationship]
-    milestones: dict[str, int]
-    conversations: dict[str, int]
+    working: WorkingPart
+    knowledge: KnowledgePart
 
     def view(self) -> CaptureView:
-        """The capture's containers (tuples sliced out of ``items``)."""
-        layout, items, keys = memoryview(self.layout).cast("q").tolist(), self.items, self.keys
-        pairs, opened, recents = layout[0], layout[1], layout[2]
-        cuts = [0, *accumulate(layout[3:])]
-        slices = [items[a:b] for a, b in pairwise(cuts)]
-        world: Triple = (slices[0], slices[1], slices[2])
-        at = 3
-        pair_map: dict[str, Triple] = {}
-        for player in keys[:pairs]:
-            pair_map[player] = (slices[at], slices[at + 1], slices[at + 2])
-            at += 3
-        facts, extracted = slices[at], slices[at + 1]
-        at += 2
-        open_map = dict(zip(keys[pairs : pairs + opened], slices[at : at + opened], strict=True))
-        at += opened
-        recent_map = dict(zip(keys[pairs + opened :], slices[at : at + recents], strict=True))
-        return CaptureView(world, pair_map, facts, extracted, open_map, recent_map)
+        """The capture's containers (tuples sliced out of each part's ``items``)."""
+        world, pairs = self.bank.view()
+        extracted, opened, recent = self.working.view()
+        return CaptureView(world, pairs, self.knowledge.facts, extracted, opened, recent)
 
 
 class CaptureView(msgspec.Struct, gc=False):
@@ -156,15 +203,17 @@ Capture = NpcCapture | PlayerCapture
 _NO_INTS: dict[str, int] = {}  # shared by captures of empty dicts: captures are never changed
 
 
-# What one msgspec.convert call copies out of a live handle: every list and dict of its
-# components (into tuples and dicts), the records themselves kept, the room read from
-# the Location's slot; nothing here runs Python code. Flattened into a capture at once.
+# What one msgspec.convert call copies out of a live handle: the lists and dicts of the
+# components asked for (into tuples and dicts), the records themselves kept, the room
+# read from the Location's slot; nothing here runs Python code. Made into parts at once.
+# The records are typed ``Any``: the live components hold only records of their type,
+# and not checking them again spares a look at each (a third of a copy's cost).
 
 
 class _Pair(msgspec.Struct, gc=False):
-    episodic: tuple[EpisodicMemory, ...]
-    semantic: tuple[SemanticMemory, ...]
-    procedural: tuple[ProceduralMemory, ...]
+    episodic: tuple[Any, ...]
+    semantic: tuple[Any, ...]
+    procedural: tuple[Any, ...]
 
 
 class _Bank(msgspec.Struct, gc=False):
@@ -175,34 +224,23 @@ class _Bank(msgspec.Struct, gc=False):
 
 
 class _Relationships(msgspec.Struct, gc=False):
-    by_player: dict[str, Relationship]
+    by_player: dict[str, Any]
 
 
 class _Working(msgspec.Struct, gc=False):
-    open: dict[str, tuple[Turn, ...]]
-    recent: dict[str, tuple[ConversationSummary, ...]]
+    open: dict[str, tuple[Any, ...]]
+    recent: dict[str, tuple[Any, ...]]
     conversations: dict[str, int]
     extracted: tuple[str, ...]
 
 
 class _Knowledge(msgspec.Struct, gc=False):
-    facts: tuple[Fact, ...]
+    facts: tuple[Any, ...]
     next_id: int
 
 
 class _Location(msgspec.Struct, gc=False, rename={"room": "_room"}):
     room: str | None
-
-
-class _Npc(msgspec.Struct, gc=False):
-    identity: Identity
-    faction: FactionMember
-    location: _Location
-    traits: NpcTraits
-    bank: _Bank
-    relationships: _Relationships
-    working: _Working
-    knowledge: _Knowledge
 
 
 class _Player(msgspec.Struct, gc=False):
@@ -212,40 +250,67 @@ class _Player(msgspec.Struct, gc=False):
     profile: PlayerProfile
 
 
-def _copy(handle: Any) -> _Npc | _Player:
+_HEAD: list[tuple[str, Any]] = [
+    ("identity", Identity), ("faction", FactionMember), ("location", _Location), ("traits", NpcTraits)
+]
+_PARTS: list[tuple[int, str, Any]] = [
+    (Part.BANK, "bank", _Bank),
+    (Part.RELATIONSHIPS, "relationships", _Relationships),
+    (Part.WORKING, "working", _Working),
+    (Part.KNOWLEDGE, "knowledge", _Knowledge),
+]
+_NPC_COPIES: list[type[msgspec.Struct]] = [
+    msgspec.defstruct(f"_Npc{mask}", [*_HEAD, *((n, t) for bit, n, t in _PARTS if mask & bit)], gc=False)
+    for mask in range(Part.ALL + 1)
+]
+"""For each mask of parts, what one copy of an NPC's handle takes: its head and those parts."""
+
+
+def _copy(handle: Any, parts: int) -> Any:
     if hasattr(handle, "bank"):
-        return msgspec.convert(handle, _Npc, from_attributes=True)
+        return msgspec.convert(handle, _NPC_COPIES[parts], from_attributes=True)
     return msgspec.convert(handle, _Player, from_attributes=True)
 
 
 def capture_handle(handle: Any, saved_at: float) -> Capture:
     """Capture a live NPC's or player's handle on the thread that changes it."""
-    return _flat(_copy(handle), saved_at)
+    return _flat(_copy(handle, Part.ALL), saved_at, None)
 
 
-def capture_atomically(handle: Any, saved_at: float) -> Capture:
+def capture_atomically(
+    handle: Any, saved_at: float, parts: int = Part.ALL, base: NpcCapture | None = None
+) -> Capture:
     """:func:`capture_handle` from another thread than the one that changes the
     components: the copy is one C call that neither releases the GIL nor runs Python
     code while the garbage collector is paused (a collection could run finalizers),
     so no other thread runs meanwhile and it sees the handle at one instant. Only
-    valid where a GIL exists (:func:`gil_enabled`)."""
+    valid where a GIL exists (:func:`gil_enabled`).
+
+    Given ``base`` (an earlier capture of the same NPC) only the ``parts`` marked
+    changed since it are copied; the others are taken from ``base`` as they are."""
+    if base is None:
+        parts = Part.ALL
     paused = gc.isenabled()
     if paused:
         gc.disable()
     try:
-        copied = _copy(handle)
+        copied = _copy(handle, parts)
     finally:
         if paused:
             gc.enable()
-    return _flat(copied, saved_at)
+    return _flat(copied, saved_at, base)
 
 
-def _flat(copied: _Npc | _Player, saved_at: float) -> Capture:
+def _flat(copied: Any, saved_at: float, base: NpcCapture | None) -> Capture:
     identity, faction = copied.identity, copied.faction.faction
     if isinstance(copied, _Player):
         room = copied.location.room
         return PlayerCapture(identity.key, identity.name, faction, room, copied.profile, saved_at)
-    return _flatten(
+    bank = getattr(copied, "bank", None)
+    relationships = getattr(copied, "relationships", None)
+    working = getattr(copied, "working", None)
+    knowledge = getattr(copied, "knowledge", None)
+    return NpcCapture(
         identity.key,
         identity.name,
         faction,
@@ -253,10 +318,39 @@ def _flat(copied: _Npc | _Player, saved_at: float) -> Capture:
         copied.location.room,
         copied.traits,
         saved_at,
-        copied.bank,
-        copied.relationships.by_player,
-        copied.working,
-        copied.knowledge,
+        _kept(base).bank if bank is None else _bank_part(bank),
+        _kept(base).relationships if relationships is None else relationships.by_player,
+        _kept(base).working if working is None else _working_part(working),
+        _kept(base).knowledge if knowledge is None else KnowledgePart(knowledge.facts, knowledge.next_id),
+    )
+
+
+def _kept(base: NpcCapture | None) -> NpcCapture:
+    assert base is not None, "a copy of some parts needs the capture that holds the others"
+    return base
+
+
+def _bank_part(bank: Any) -> BankPart:
+    world, players = bank.world, bank.players
+    seqs: list[Sequence[Any]] = [world.episodic, world.semantic, world.procedural]
+    seqs += chain.from_iterable(map(_memories, players.values()))
+    return BankPart(
+        tuple(chain.from_iterable(seqs)),
+        tuple(players),
+        _lengths(seqs),
+        bank.next_id,
+        dict(bank.milestones) if bank.milestones else _NO_INTS,
+    )
+
+
+def _working_part(working: Any) -> WorkingPart:
+    opened, recent = working.open, working.recent
+    seqs: list[Sequence[Any]] = [working.extracted, *opened.values(), *recent.values()]
+    return WorkingPart(
+        tuple(chain.from_iterable(seqs)),
+        (*opened, *recent),
+        _lengths(seqs, len(opened)),
+        dict(working.conversations) if working.conversations else _NO_INTS,
     )
 
 
@@ -274,17 +368,6 @@ def _flatten(
     knowledge: Any,
 ) -> NpcCapture:
     """A capture of containers that no one changes any more (copies or stored)."""
-    world = bank.world
-    players = bank.players
-    opened = working.open
-    recent = working.recent
-    seqs: list[Sequence[Any]] = [world.episodic, world.semantic, world.procedural]
-    seqs += chain.from_iterable(map(_memories, players.values()))
-    seqs += (knowledge.facts, working.extracted)
-    seqs += opened.values()
-    seqs += recent.values()
-    layout = array("q", (len(players), len(opened), len(recent)))
-    layout.extend(map(len, seqs))  # the array is garbage once its bytes are taken
     return NpcCapture(
         key,
         name,
@@ -293,14 +376,10 @@ def _flatten(
         room,
         traits,
         saved_at,
-        bank.next_id,
-        knowledge.next_id,
-        tuple(chain.from_iterable(seqs)),
-        (*players, *opened, *recent),
-        layout.tobytes(),
+        _bank_part(bank),
         relationships,
-        dict(bank.milestones) if bank.milestones else _NO_INTS,
-        dict(working.conversations) if working.conversations else _NO_INTS,
+        _working_part(working),
+        KnowledgePart(tuple(knowledge.facts), knowledge.next_id),
     )
 
 
@@ -357,17 +436,17 @@ def document_of_capture(capture: Capture) -> Document:
         bank=MemoryBank(
             world=_pair(view.world),
             players={p: _pair(t) for p, t in view.pairs.items()},
-            next_id=c.next_id,
-            milestones=c.milestones,
+            next_id=c.bank.next_id,
+            milestones=c.bank.milestones,
         ),
         relationships=Relationships(by_player=c.relationships),
         working=WorkingMemory(
             open=view.open,  # type: ignore[arg-type]  # tuples encode as lists
             recent=view.recent,  # type: ignore[arg-type]
-            conversations=c.conversations,
+            conversations=c.working.conversations,
             extracted=view.extracted,  # type: ignore[arg-type]
         ),
-        knowledge=KnowledgeBase(facts=view.facts, next_id=c.facts_next_id),  # type: ignore[arg-type]
+        knowledge=KnowledgeBase(facts=view.facts, next_id=c.knowledge.next_id),  # type: ignore[arg-type]
         saved_at=c.saved_at,
     )
 
@@ -379,7 +458,6 @@ def _pair(triple: Triple) -> PairMemories:
 def encode_capture(capture: Capture) -> EncodedDocument:
     """The canonical JSON of a capture's document."""
     return encode_document(document_of_capture(capture))
-
 
 # ---------------------------------------------------------------------- patches
 
@@ -430,31 +508,66 @@ class NpcPatch(msgspec.Struct, tag="patch", omit_defaults=True, kw_only=True):
     facts_next_id: int | None = None
 
 
+ALIGNED_EDITS = 8
+"""Records replaced in place up to which a list edit keeps the rest as runs around
+them without matching records one by one."""
+
+
 def list_edit(base: Sequence[T], new: Sequence[T]) -> list[Any] | None:
     """The edit turning ``base`` into ``new`` (``None`` if equal): runs of ``base``
-    kept, as ``start, stop`` pairs, and new records, in order."""
+    kept, as ``start, stop`` pairs, and new records, in order. Records replaced in
+    place and appended are found in C; otherwise only what lies between the records
+    both lists start and end with (the same objects) is matched record by record.
+    So appending, replacing or removing a few records costs little whatever the
+    length."""
     if new == base:  # identical records compare by identity first: O(n) pointer checks
         return None
-    n = len(base)
-    if n and len(new) >= n and new[:n] == base:  # the common case: appended
-        return [0, n, *new[n:]]
-    where = {id(record): i for i, record in enumerate(base)}  # base keeps its records alive
+    n, m = len(base), len(new)
+    k = min(n, m)
+    replaced = list(compress(range(k), map(operator.is_not, base, new)))  # in C
+    if len(replaced) <= ALIGNED_EDITS:  # the usual case: a few replaced in place, some appended
+        ops: list[Any] = []
+        at = 0
+        for i in replaced:
+            if i > at:
+                ops += (at, i)
+            ops.append(new[i])
+            at = i + 1
+        if k > at:
+            ops += (at, k)
+        ops += new[k:]
+        return ops
+    head = replaced[0]
+    tail = 0
+    if head < k:
+        tail = next(compress(range(k - head), map(operator.is_not, reversed(base), reversed(new))), k - head)
+    ops = [0, head] if head else []
+    ops += _middle_edit(base, new, head, n - tail, m - tail)
+    if tail:
+        ops += (n - tail, n)
+    return ops
+
+
+def _middle_edit(base: Sequence[T], new: Sequence[T], start: int, base_stop: int, new_stop: int) -> list[Any]:
+    """:func:`list_edit` of ``base[start:base_stop]`` into ``new[start:new_stop]``
+    (runs numbered in ``base``)."""
+    where = {id(base[i]): i for i in range(start, base_stop)}  # base keeps its records alive
     ops: list[Any] = []
-    start = stop = -1
-    for record in new:
+    first = stop = -1
+    for record in new[start:new_stop]:
         i = where.get(id(record), -1)
         if i >= 0 and i == stop:
             stop += 1
             continue
-        if start >= 0:
-            ops += (start, stop)
+        if first >= 0:
+            ops += (first, stop)
         if i >= 0:
-            start, stop = i, i + 1
+            first, stop = i, i + 1
         else:
-            start = stop = -1
+            first = stop = -1
             ops.append(record)
-    if start >= 0:
-        ops += (start, stop)
+    if first >= 0:
+        ops += (first, stop)
     return ops
 
 
@@ -532,59 +645,9 @@ def _pair_edit(old: Triple, new: Triple) -> PairEdit:
 
 def diff(base_capture: NpcCapture, new_capture: NpcCapture, *, lsn: int, base_lsn: int) -> NpcPatch | None:
     """The patch from ``base_capture`` to ``new_capture`` (two captures of one NPC), or
-    ``None`` if nothing persisted changed (``saved_at`` aside)."""
-    return diff_viewed(base_capture, None, new_capture, lsn=lsn, base_lsn=base_lsn)[0]
-
-
-def diff_viewed(
-    base_capture: NpcCapture,
-    base_view: CaptureView | None,
-    new_capture: NpcCapture,
-    *,
-    lsn: int,
-    base_lsn: int,
-) -> tuple[NpcPatch | None, CaptureView | None]:
-    """:func:`diff`, given the base's view if known (``None``: made here), and also
-    the new capture's view for the next diff against it (``None`` if not made)."""
+    ``None`` if nothing persisted changed (``saved_at`` aside). Parts the two captures
+    share (the same object) are not compared: the cost follows what changed."""
     base, new = base_capture, new_capture
-    if base.items == new.items and base.keys == new.keys and base.layout == new.layout:
-        old = now = None  # the containers are the same: only the small fields can differ
-    else:
-        old, now = base_view or base.view(), new.view()
-    kept_view = now if now is not None else base_view
-    world = pairs = open_ = recent = extracted = facts = None
-    if old is not None and now is not None:
-        world = None if old.world == now.world else _pair_edit(old.world, now.world)
-        pairs = dict_edit(old.pairs, now.pairs)
-        open_ = dict_edit(old.open, now.open)
-        recent = dict_edit(old.recent, now.recent)
-        extracted = list_edit(old.extracted, now.extracted)
-        facts = list_edit(old.facts, now.facts)
-    relationships = dict_edit(base.relationships, new.relationships)
-    conversations = _whole_dict(base.conversations, new.conversations)
-    milestones = _whole_dict(base.milestones, new.milestones)
-    head_same = (base.name, base.faction, base.archetype, base.room, base.traits) == (
-        new.name,
-        new.faction,
-        new.archetype,
-        new.room,
-        new.traits,
-    )
-    if (
-        head_same
-        and world is None
-        and pairs is None
-        and relationships is None
-        and open_ is None
-        and recent is None
-        and conversations is None
-        and milestones is None
-        and extracted is None
-        and facts is None
-        and base.next_id == new.next_id
-        and base.facts_next_id == new.facts_next_id
-    ):
-        return None, kept_view
     patch = NpcPatch(
         lsn=lsn,
         key=new.key,
@@ -595,27 +658,70 @@ def diff_viewed(
         room=new.room,
         traits=new.traits,
         saved_at=new.saved_at,
-        world=world,
-        next_id=None if base.next_id == new.next_id else new.next_id,
-        milestones=milestones,
-        conversations=conversations,
-        extracted=extracted,
-        facts=facts,
-        facts_next_id=None if base.facts_next_id == new.facts_next_id else new.facts_next_id,
     )
-    if pairs is not None and old is not None:
-        patch.pairs = {p: _pair_edit(old.pairs.get(p, _EMPTY), v) for p, v in pairs.set.items()}
-        patch.pairs_gone, patch.pairs_order = pairs.gone, pairs.order
-    if relationships is not None:
-        patch.relationships = relationships.set
-        patch.relationships_gone, patch.relationships_order = relationships.gone, relationships.order
-    if open_ is not None:
-        patch.open = {k: list(v) for k, v in open_.set.items()}
-        patch.open_gone, patch.open_order = open_.gone, open_.order
-    if recent is not None:
-        patch.recent = {k: list(v) for k, v in recent.set.items()}
-        patch.recent_gone, patch.recent_order = recent.gone, recent.order
-    return patch, kept_view
+    changed = (base.name, base.faction, base.archetype, base.room, base.traits) != (
+        new.name,
+        new.faction,
+        new.archetype,
+        new.room,
+        new.traits,
+    )
+    if base.bank is not new.bank:
+        changed |= _diff_bank(base.bank, new.bank, patch)
+    if base.relationships is not new.relationships:
+        relationships = dict_edit(base.relationships, new.relationships)
+        if relationships is not None:
+            patch.relationships = relationships.set
+            patch.relationships_gone, patch.relationships_order = relationships.gone, relationships.order
+            changed = True
+    if base.working is not new.working:
+        changed |= _diff_working(base.working, new.working, patch)
+    if base.knowledge is not new.knowledge:
+        old_kb, new_kb = base.knowledge, new.knowledge
+        patch.facts = list_edit(old_kb.facts, new_kb.facts)
+        if old_kb.next_id != new_kb.next_id:
+            patch.facts_next_id = new_kb.next_id
+        changed |= patch.facts is not None or patch.facts_next_id is not None
+    return patch if changed else None
+
+
+def _diff_bank(base: BankPart, new: BankPart, patch: NpcPatch) -> bool:
+    """Put the edits from ``base`` to ``new`` into ``patch``; whether there were any."""
+    changed = False
+    if not (base.items == new.items and base.keys == new.keys and base.layout == new.layout):
+        (old_world, old_pairs), (new_world, new_pairs) = base.view(), new.view()
+        if old_world != new_world:
+            patch.world = _pair_edit(old_world, new_world)
+            changed = True
+        pairs = dict_edit(old_pairs, new_pairs)
+        if pairs is not None:
+            patch.pairs = {p: _pair_edit(old_pairs.get(p, _EMPTY), v) for p, v in pairs.set.items()}
+            patch.pairs_gone, patch.pairs_order = pairs.gone, pairs.order
+            changed = True
+    if base.next_id != new.next_id:
+        patch.next_id = new.next_id
+        changed = True
+    patch.milestones = _whole_dict(base.milestones, new.milestones)
+    return changed or patch.milestones is not None
+
+
+def _diff_working(base: WorkingPart, new: WorkingPart, patch: NpcPatch) -> bool:
+    """Put the edits from ``base`` to ``new`` into ``patch``; whether there were any."""
+    changed = False
+    if not (base.items == new.items and base.keys == new.keys and base.layout == new.layout):
+        (old_extracted, old_open, old_recent), (new_extracted, new_open, new_recent) = base.view(), new.view()
+        patch.extracted = list_edit(old_extracted, new_extracted)
+        opened = dict_edit(old_open, new_open)
+        if opened is not None:
+            patch.open = {k: list(v) for k, v in opened.set.items()}
+            patch.open_gone, patch.open_order = opened.gone, opened.order
+        recent = dict_edit(old_recent, new_recent)
+        if recent is not None:
+            patch.recent = {k: list(v) for k, v in recent.set.items()}
+            patch.recent_gone, patch.recent_order = recent.gone, recent.order
+        changed = patch.extracted is not None or opened is not None or recent is not None
+    patch.conversations = _whole_dict(base.conversations, new.conversations)
+    return changed or patch.conversations is not None
 
 
 def _whole_dict(base: dict[str, int], new: dict[str, int]) -> dict[str, int] | None:
@@ -744,8 +850,10 @@ document_decoder = msgspec.json.Decoder(Document)
 
 
 __all__ = [
+    "BankPart",
     "Capture",
     "Delete",
+    "KnowledgePart",
     "MetaRecord",
     "NpcCapture",
     "NpcPatch",
@@ -755,6 +863,7 @@ __all__ = [
     "Record",
     "RecordHead",
     "SegmentHeader",
+    "WorkingPart",
     "apply_list_edit",
     "apply_patch",
     "capture_atomically",

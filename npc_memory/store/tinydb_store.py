@@ -184,6 +184,19 @@ class _Entry:
 
 
 @dataclass
+class _Scan:
+    """The start of a checkpoint: reading the sealed segments' records (in slices)."""
+
+    segments: list[int]
+    data: list[bytes]  # keeps the segments' bytes alive for the payload views
+    records: Iterator[tuple[int, Any, memoryview]]
+    strict: bool
+    entries: dict[str, list[_Entry]] = field(default_factory=dict)
+    meta: tuple[int, memoryview] | None = None
+    top: int = 0
+
+
+@dataclass
 class _Fold:
     """A checkpoint in progress: sealed segments folded into the document files."""
 
@@ -261,6 +274,8 @@ class TinyDBStore:
             raise StoreError(f"cannot open store {self.path}: {_os_problem(exc)}") from exc
         self._lsn: int | None = None  # the highest lsn in use, once known
         self._fold: _Fold | None = None
+        self._scan: _Scan | None = None
+        """The journal being read for a checkpoint (before :attr:`_fold` starts)."""
         self._unfolded = self._journal.bytes_on_disk()
         self._leftover = bool(self._journal.segments())  # an earlier session's journal
         self._segment_keys: dict[int, set[str]] = {}  # keys each known segment changes
@@ -512,7 +527,7 @@ class TinyDBStore:
 
     def _disown(self, why: str) -> None:
         self._disowned = why
-        self._fold = None
+        self._fold = self._scan = None
         log.error("%s", why)
 
     @property
@@ -529,7 +544,7 @@ class TinyDBStore:
         (self.path / DOCS_DIR).mkdir(exist_ok=True)
         self._journal.seal()
         self._journal.directory.mkdir(exist_ok=True)
-        self._fold = None
+        self._fold = self._scan = None
         self._segment_keys.clear()
         self._unfolded = 0
         self._leftover = False
@@ -643,11 +658,19 @@ class TinyDBStore:
         if self._disowned is not None or self._lost is not None:
             return False  # (the next append reports it)
         if self._fold is None:
-            if not (self._leftover or self._unfolded >= self.checkpoint_bytes):
-                return False
-            self._fold = self._begin_fold(strict=True, pause=pause)
-            if self._fold is None:
-                return False
+            if self._scan is None:
+                if not (self._leftover or self._unfolded >= self.checkpoint_bytes):
+                    return False
+                self._scan = self._start_scan(strict=True)
+                if self._scan is None:
+                    return False
+            try:
+                if not self._scan_step(self._scan, deadline, pause):
+                    return True
+            except BaseException:  # a scan that stopped half-way must never be folded
+                self._scan = None
+                raise
+            self._fold, self._scan = self._fold_of(self._scan), None
         if not self._fold_step(self._fold, deadline, pause):
             return True
         self._finish_fold(self._fold)
@@ -662,6 +685,7 @@ class TinyDBStore:
             return self._checkpoint(strict)
 
     def _checkpoint(self, strict: bool) -> list[str]:
+        self._scan = None  # (read again below, with every segment)
         if self._fold is not None and self._fold.strict != strict:
             self._fold = None
         problems: list[str] = []
@@ -676,42 +700,58 @@ class TinyDBStore:
             if fold.keep:  # what could not be folded stays in the journal
                 return problems
 
-    def _begin_fold(
-        self, *, strict: bool, all_segments: bool = False, pause: Callable[[], None] | None = None
-    ) -> _Fold | None:
+    def _begin_fold(self, *, strict: bool, all_segments: bool = False) -> _Fold | None:
+        scan = self._start_scan(strict=strict, all_segments=all_segments)
+        if scan is None:
+            return None
+        self._scan_step(scan, float("inf"))
+        return self._fold_of(scan)
+
+    def _start_scan(self, *, strict: bool, all_segments: bool = False) -> _Scan | None:
+        """Seal the journal's current segment (appends go to a new one) and start
+        reading the sealed ones; ``None`` if there are none."""
         journal = self._journal
         if journal.current and (all_segments or journal.size > len(_HEADER) + 12):
             journal.seal()  # appends go to a new segment from here
         sealed = [n for n in journal.segments() if n != journal.current]
+        self._leftover = False
         if not sealed:
-            self._leftover = False
             return None
-        entries: dict[str, list[_Entry]] = {}
+        self._unfolded = journal.size  # what is appended from now on counts towards the next one
         data: list[bytes] = []
-        meta: tuple[int, memoryview] | None = None
-        top = 0
-        for count, (_, head, payload) in enumerate(
-            self._journal_records(sealed, keep=data, skip_damage=not strict)
-        ):
-            if pause is not None and count % PAUSE_EVERY_RECORDS == 0:
-                pause()
-            top = max(top, head.lsn)
+        records = self._journal_records(sealed, keep=data, skip_damage=not strict)
+        return _Scan(sealed, data, records, strict)
+
+    def _scan_step(self, scan: _Scan, deadline: float, pause: Callable[[], None] | None = None) -> bool:
+        """Read the scan's records until ``deadline`` (looking at the clock and calling
+        ``pause`` every ``PAUSE_EVERY_RECORDS``); whether all are read."""
+        entries = scan.entries
+        for count, (_, head, payload) in enumerate(scan.records, 1):
+            scan.top = max(scan.top, head.lsn)
             if isinstance(head, MetaHead):
-                if meta is None or head.lsn > meta[0]:
-                    meta = (head.lsn, payload)
+                if scan.meta is None or head.lsn > scan.meta[0]:
+                    scan.meta = (head.lsn, payload)
             elif not isinstance(head, SegmentHead):
                 kind = "patch" if isinstance(head, PatchHead) else "put"
                 if isinstance(head, DeleteHead):
                     kind = "delete"
                 entries.setdefault(head.key, []).append(_Entry(head.lsn, kind, payload))
+            if count % PAUSE_EVERY_RECORDS == 0:
+                if pause is not None:
+                    pause()
+                if time.perf_counter() >= deadline:
+                    return False
+        return True
+
+    def _fold_of(self, scan: _Scan) -> _Fold:
+        """The checkpoint of what ``scan`` read."""
         meta_record = None
-        if meta is not None:
-            record = record_decoder.decode(meta[1])
+        if scan.meta is not None:
+            record = record_decoder.decode(scan.meta[1])
             assert isinstance(record, MetaRecord)
             meta_record = record
-        self._leftover = False
-        self._unfolded = journal.size
-        return _Fold(sealed, data, entries, list(entries), meta_record, top, strict)
+        entries = scan.entries
+        return _Fold(scan.segments, scan.data, entries, list(entries), meta_record, scan.top, scan.strict)
 
     def _fold_step(self, fold: _Fold, deadline: float, pause: Callable[[], None] | None = None) -> bool:
         while fold.position < len(fold.keys):
@@ -926,7 +966,7 @@ class TinyDBStore:
                 self.checkpoint()
             except (OSError, StoreError) as exc:  # the journal keeps everything
                 log.warning("checkpoint on closing %r failed: %s", self, exc)
-        self._fold = None
+        self._fold = self._scan = None
         self._journal.close()
         if self._lock is not None:
             self._lock.release()

@@ -29,21 +29,20 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from npc_memory.errors import StoreLostError
 from npc_memory.store.base import JournalStore, Store
-from npc_memory.store.documents import AuditEntry, StoreMeta
+from npc_memory.store.documents import AuditEntry, Part, StoreMeta
 from npc_memory.store.records import (
     Capture,
-    CaptureView,
     Delete,
     MetaRecord,
     NpcCapture,
     Put,
     Record,
-    diff_viewed,
+    diff,
     encode_capture,
 )
 from npc_memory.window import SampleWindow
@@ -64,8 +63,12 @@ LATE_YIELD_EVERY = 0.005
 interpreter's own switch interval, so a busy game thread and this one share it."""
 
 
-Base = tuple[int, NpcCapture, CaptureView | None]
-"""A capture the store holds, at its lsn, with its view if one was made."""
+Base = tuple[int, NpcCapture]
+"""A capture the store holds, at its lsn."""
+
+Capturer = Callable[[str, int, NpcCapture | None], Capture | None]
+"""Captures the document of a key now: its parts (a :class:`Part` mask) changed since
+the capture given (the one the store holds, ``None``: none), the rest taken from it."""
 
 
 @dataclass
@@ -78,6 +81,9 @@ class WriteBatch:
 
     captures: list[Capture] = field(default_factory=list)
     keys: Collection[str] = ()
+    parts: Mapping[str, int] = field(default_factory=dict)
+    """For each of ``keys``, the parts changed since it was last handed over (a
+    :class:`Part` mask; a key not here: all of them)."""
     deletions: list[str] = field(default_factory=list)
     meta: StoreMeta | None = None
     audit: list[AuditEntry] = field(default_factory=list)
@@ -95,7 +101,7 @@ class StoreWriter:
         self,
         store: Store,
         name: str = "npc-memory",
-        capture: Callable[[str], Capture | None] | None = None,
+        capture: Capturer | None = None,
         wait_idle: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
@@ -107,8 +113,7 @@ class StoreWriter:
         of work into a tick."""
         self.journaled = isinstance(store, JournalStore)
         self._base: dict[str, Base] = {}
-        """The capture last written for each NPC, its lsn (patches apply to it) and its
-        view once a diff made it."""
+        """The capture last written for each NPC and its lsn (patches apply to it)."""
         self._queue: queue.Queue[WriteBatch | None] = queue.Queue()
         self._failures: queue.SimpleQueue[tuple[WriteBatch, Exception]] = queue.SimpleQueue()
         self._submitted = 0  # captures submitted (tick thread only)
@@ -134,7 +139,7 @@ class StoreWriter:
     def seed(self, key: str, lsn: int, capture: NpcCapture) -> None:
         """Patch ``key``'s next version against ``capture`` (the document the store holds
         at ``lsn``); call before submitting anything."""
-        self._base[key] = (lsn, capture, None)
+        self._base[key] = (lsn, capture)
 
     @property
     def in_flight(self) -> int:
@@ -271,7 +276,7 @@ class StoreWriter:
             except Exception as exc:
                 self._fail([batch], exc)
                 continue
-            for capture in self._captures(batch):
+            for capture in self._captures(batch, {}):
                 encoded = encode_capture(capture)
                 lsn = store.reserve_lsn()
                 try:
@@ -283,7 +288,7 @@ class StoreWriter:
                     last = exc
                     continue
                 if isinstance(capture, NpcCapture):
-                    self._base[capture.key] = (lsn, capture, None)
+                    self._base[capture.key] = (lsn, capture)
             written_meta = lost = False
             if batch.meta is not None:
                 try:
@@ -312,7 +317,7 @@ class StoreWriter:
             for key in batch.deletions:
                 updates[key] = None
                 yield Delete(lsn=store.reserve_lsn(), key=key)
-            for capture in self._captures(batch):
+            for capture in self._captures(batch, updates):
                 key = capture.key
                 base = updates[key] if key in updates else self._base.get(key)
                 if not isinstance(capture, NpcCapture):
@@ -321,30 +326,33 @@ class StoreWriter:
                     updates[key] = None
                     continue
                 lsn = store.reserve_lsn()
-                view = None
                 if base is None:
                     encoded = encode_capture(capture)
                     yield Put(lsn=lsn, key=key, kind=encoded.kind, data=encoded.data)
                 else:
-                    patch, view = diff_viewed(base[1], base[2], capture, lsn=lsn, base_lsn=base[0])
+                    patch = diff(base[1], capture, lsn=lsn, base_lsn=base[0])
                     if patch is None:
                         continue  # nothing persisted changed: the store holds it already
                     yield patch
-                updates[key] = (lsn, capture, view)
+                updates[key] = (lsn, capture)
             if batch.meta is not None:
                 yield MetaRecord(lsn=store.reserve_lsn(), meta=batch.meta)
 
-    def _captures(self, batch: WriteBatch) -> Iterator[Capture]:
-        """The batch's captures, then captures of its keys made now; gives up the GIL
-        between documents once ``YIELD_EVERY`` has passed."""
+    def _captures(self, batch: WriteBatch, updates: Mapping[str, Base | None]) -> Iterator[Capture]:
+        """The batch's captures, then captures of its keys made now (of the parts
+        changed since what the store holds: ``updates`` pending in this group, else
+        what is on disk); gives up the GIL between documents once ``YIELD_EVERY`` has
+        passed."""
         for capture in batch.captures:
             self._pause()
             yield capture
         if batch.keys:
             assert self.capture is not None, "a batch of keys needs a writer with a capture function"
+            parts, bases = batch.parts, self._base
             for key in batch.keys:
                 self._pause()
-                captured = self.capture(key)
+                base = updates[key] if key in updates else bases.get(key)
+                captured = self.capture(key, parts.get(key, Part.ALL), None if base is None else base[1])
                 if captured is not None:
                     yield captured
 
@@ -360,6 +368,6 @@ class StoreWriter:
         for batch in batches:
             if batch.deletions:
                 self.store.delete(batch.deletions)
-            captures = list(self._captures(batch))
+            captures = list(self._captures(batch, {}))
             if captures or batch.meta is not None:
                 self.store.write([encode_capture(c) for c in captures], batch.meta)
