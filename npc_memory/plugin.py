@@ -247,7 +247,7 @@ class MemoryPlugin:
         upkeep = self._maintenance
         npcs = state.registry.npc_order
         decay = DecaySystem(
-            PairCursor(npcs, upkeep.pairs_of), self.clock, budgets.decay_pairs_per_tick,
+            PairCursor(npcs, upkeep.decay_pairs_of), self.clock, budgets.decay_pairs_per_tick,
             memory.decay_interval, upkeep.decay_pair, tick.share(budgets.decay_tick_ms),
         )  # fmt: skip
         consolidation = ConsolidationSystem(

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import msgspec
 
-from npc_memory.components import Memory, NpcHandle, PlayerHandle
+from npc_memory.components import Memory, NpcHandle, PlayerHandle, Relationship
 from npc_memory.content.schema import ContextRules
 from npc_memory.context.text import estimate_tokens
 from npc_memory.errors import InvalidArgumentError
@@ -40,6 +40,9 @@ class ContextRequest:
     now: float
     rules: ContextRules
     recall: Callable[[str, int], list[Memory]]
+    relationship: Relationship | None = None
+    """How the NPC regards the player now (drift applied); ``None`` reads the NPC's
+    stored record."""
     candidates: Callable[[str, int], list[Memory]] | None = None
     strengthen: Callable[[list[Memory]], object] = lambda memories: None
     shown: dict[str, list[Memory]] = field(default_factory=dict)

@@ -55,7 +55,7 @@ class RelationshipProvider:
     name = "relationship"
 
     def render(self, request: ContextRequest, budget: int) -> str | None:
-        rel = request.npc.relationships.by_player.get(request.player.identity.key)
+        rel = request.relationship or request.npc.relationships.by_player.get(request.player.identity.key)
         who = request.player.identity.name
         if rel is None:
             pair = request.npc.bank.pair(request.player.identity.key)

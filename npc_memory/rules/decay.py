@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TypeVar
 
 import msgspec
@@ -18,6 +19,7 @@ from npc_memory.components.memory import (
 )
 from npc_memory.components.relationship import DIMENSIONS, Relationship, Relationships
 from npc_memory.content.schema import MemoryRules
+from npc_memory.rules import relationships as rel_rules
 from npc_memory.rules.memory import cap_for, eviction_key, salience, saliences
 
 
@@ -94,21 +96,67 @@ def players_to_forget(
     return sorted(players, key=last_dealt)[: len(players) - keep]
 
 
-def drift(
-    rel: Relationship, baseline: Relationship, half_life_days: float, now: float
-) -> Relationship | None:
-    """``rel`` moved towards ``baseline`` for the game time since the last interaction or
-    drift: value = base + (value − base) × 0.5^(days / half-life), with ``drifted_at``
-    set to ``now``; ``None`` when nothing moved (then nothing needs writing)."""
-    start = max(rel.drifted_at, rel.last_interaction or 0.0)
-    elapsed = now - start
+def drift_start(rel: Relationship) -> float:
+    """When ``rel``'s stored values were last set (game seconds): its last drift or
+    interaction, whichever is later."""
+    return max(rel.drifted_at, rel.last_interaction or 0.0)
+
+
+def drifted(rel: Relationship, baseline: Relationship, half_life_days: float, now: float) -> Relationship:
+    """``rel`` as it stands at ``now``, every dimension moved towards ``baseline`` for
+    the game time since :func:`drift_start`: value = base + (value − base) ×
+    0.5^(elapsed days / half-life), with ``drifted_at`` set to ``now`` (disposition,
+    stage and thresholds are left for the caller to refresh). ``rel`` itself when no
+    time passed or nothing moved.
+
+    The rule is a closed form in elapsed time, so drifting over a span in one step or
+    in several steps gives the same values (up to floating-point rounding).
+    """
+    elapsed = now - drift_start(rel)
     if elapsed <= 0.0:
-        return None
+        return rel
     factor = 0.5 ** (elapsed / (half_life_days * SECONDS_PER_DAY))
     moved: dict[str, float] = {}
     for dim in DIMENSIONS:
         value, base = rel.value(dim), baseline.value(dim)
         new = base + (value - base) * factor
-        if abs(new - value) > 1e-12:
+        if new != value:
             moved[dim] = new
-    return msgspec.structs.replace(rel, drifted_at=now, **moved) if moved else None
+    return msgspec.structs.replace(rel, drifted_at=now, **moved) if moved else rel
+
+
+def time_to_reach(value: float, base: float, level: float, half_life_days: float) -> float:
+    """Game seconds of drift after which a value drifting from ``value`` towards
+    ``base`` reaches ``level``; infinite when ``level`` is not strictly between them."""
+    if not (value < level < base or base < level < value):
+        return math.inf
+    return half_life_days * SECONDS_PER_DAY * math.log2((value - base) / (level - base))
+
+
+DRIFT_MARGIN = 1.0
+"""Game seconds added to a computed crossing time, so the value is past the level
+(not on it, give or take rounding) when the crossing is applied."""
+
+
+def next_drift_mark(
+    rel: Relationship,
+    baseline: Relationship,
+    half_life_days: float,
+    marks: rel_rules.DriftMarks,
+    anchor: float | None = None,
+    tolerance: float = 0.0,
+) -> float:
+    """The game time at which ``rel``, left alone, first drifts onto one of ``marks``
+    (a threshold crossed or rearmed, a stage boundary) or, with an ``anchor``, to
+    disposition ``tolerance`` away from it; infinite when it never does. Conservative:
+    at that time something may, not must, have changed."""
+    soonest = math.inf
+    for dim, level in marks.levels:
+        soonest = min(soonest, time_to_reach(rel.value(dim), baseline.value(dim), level, half_life_days))
+    now_score, base_score = rel_rules.score(rel, marks.weights), rel_rules.score(baseline, marks.weights)
+    levels = marks.stages
+    if anchor is not None:
+        levels = (*levels, anchor - tolerance if base_score < anchor else anchor + tolerance)
+    for level in levels:
+        soonest = min(soonest, time_to_reach(now_score, base_score, level, half_life_days))
+    return drift_start(rel) + soonest + DRIFT_MARGIN

@@ -50,16 +50,44 @@ def clamp(value: float, low: float = 0.0, high: float = 1.0) -> float:
     return low if value < low else high if value > high else value
 
 
-def disposition(rel: Relationship, weights: DispositionWeights) -> float:
-    """Overall regard in [-1, 1]: 0 for a neutral stranger, 1 adoring, -1 hating."""
-    score = (
+def score(rel: Relationship, weights: DispositionWeights) -> float:
+    """Disposition before clamping: linear in the dimensions, so while every dimension
+    drifts towards a baseline by the same factor, so does the score."""
+    return (
         weights.trust * (2.0 * rel.trust - 1.0)
         + weights.friendliness * (2.0 * rel.friendliness - 1.0)
         + weights.respect * (2.0 * rel.respect - 1.0)
         + weights.loyalty * (2.0 * rel.loyalty - 1.0)
         - weights.fear * rel.fear
     )
-    return clamp(score, -1.0, 1.0)
+
+
+def disposition(rel: Relationship, weights: DispositionWeights) -> float:
+    """Overall regard in [-1, 1]: 0 for a neutral stranger, 1 adoring, -1 hating."""
+    return clamp(score(rel, weights), -1.0, 1.0)
+
+
+class DriftMarks(msgspec.Struct, frozen=True, kw_only=True):
+    """Where drift can change something, from the pack's rules: each (dimension,
+    level) at which a threshold is crossed or rearmed, and each disposition level at
+    which a stage may be entered or left (entry levels and ``hysteresis`` either side)."""
+
+    levels: tuple[tuple[Dimension, float], ...]
+    stages: tuple[float, ...]
+    weights: DispositionWeights
+
+
+def drift_marks(rules: RelationshipRules) -> DriftMarks:
+    """The :class:`DriftMarks` of ``rules``."""
+    rearm, ladder = rules.threshold_rearm, rules.stages
+    levels: list[tuple[Dimension, float]] = []
+    for t in rules.thresholds:
+        levels.append((t.dimension, t.value))
+        levels.append((t.dimension, t.value + rearm if t.direction == "below" else t.value - rearm))
+    entries = (ladder.enemy, ladder.rival, ladder.friend, ladder.close_friend, ladder.trusted_ally)
+    h = ladder.hysteresis
+    stages = tuple(sorted({level + offset for level in entries for offset in (-h, 0.0, h)}))
+    return DriftMarks(levels=tuple(levels), stages=stages, weights=rules.disposition_weights)
 
 
 def next_stage(current: Stage, score: float, met: bool, ladder: StageLadder) -> Stage:

@@ -108,7 +108,7 @@ class DialogueService:
     ) -> PromptContext:
         """What ``npc`` brings to its reply to ``player``'s ``message`` (see the facade)."""
         key = player.identity.key
-        rel = npc.relationships.by_player.get(key)
+        rel = self.relationships.current(npc, key)
         shown = rel or self.relationships.peek(npc, key, player.faction.faction)
         placeholders = {
             "reputation": reputation(rel, self.state.pack.context.wording),
@@ -124,6 +124,7 @@ class DialogueService:
             message=message,
             now=self.state.clock.now,
             rules=self.state.pack.context,
+            relationship=rel,
             recall=lambda query, k: self.recall(npc, key, query, k),
             candidates=lambda query, k: self.recall(npc, key, query, k, strengthen=False),
             strengthen=lambda memories: self.strengthen(npc, key, memories),

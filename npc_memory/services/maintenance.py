@@ -65,17 +65,27 @@ class MaintenanceService:
         self._summaries = [entry for entry in self._summaries if entry[1] != player]
 
     def pairs_of(self, npc: str) -> list[str | None]:
-        """The pairs of ``npc`` maintenance visits: ``None`` (its world-scoped memories and
-        knowledge), then every player it has memories of or a relationship with."""
+        """The pairs of ``npc`` ConsolidationSystem visits: ``None`` (its world-scoped
+        memories), then every player it has memories of."""
         handle = self.state.registry.live_npc(npc)
         if handle is None:
             return []
-        players = set(handle.bank.players) | set(handle.relationships.by_player)
-        return [None, *sorted(players)]
+        return [None, *sorted(handle.bank.players)]
+
+    def decay_pairs_of(self, npc: str) -> list[str | None]:
+        """The pairs of ``npc`` DecaySystem visits: ``None`` (its world-scoped memories
+        and knowledge), then every player it has memories of or whose relationship's
+        drift is due (idle relationships are not visited: their drift is applied when
+        read or written, see :class:`RelationshipService`)."""
+        handle = self.state.registry.live_npc(npc)
+        if handle is None:
+            return []
+        return [None, *sorted(set(handle.bank.players).union(self.relationships.due(handle)))]
 
     def decay_pair(self, npc: str, player: str | None) -> None:
-        """DecaySystem's work on one pair: forget faded episodes, enforce the caps, let
-        the relationship drift (player pairs), clean out expired facts (world pair)."""
+        """DecaySystem's work on one pair: forget faded episodes, enforce the caps, apply
+        the relationship drift that is due (player pairs), clean out expired facts and
+        hold the NPC to its caps (world pair)."""
         handle = self.state.registry.live_npc(npc)
         if handle is None:
             return
@@ -95,7 +105,7 @@ class MaintenanceService:
                 self.forget_player_of(handle, gone)
                 changed = True
         else:
-            self.relationships.drift(handle, player)
+            self.relationships.settle(handle, player)
         if changed:
             self.state.mark(npc)
 

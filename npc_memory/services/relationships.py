@@ -1,9 +1,24 @@
 """How NPCs regard players: changes, interactions, drift, threshold and stage events,
-and each faction's standing with each player (kept incrementally, O(1) a change)."""
+and each faction's standing with each player (kept incrementally, O(1) a change).
+
+Drift is lazy. A stored relationship holds its values as of ``drifted_at`` (game
+seconds); every read sees them drifted towards the faction baseline for the game time
+since (:func:`npc_memory.rules.decay.drifted`, half-life in game days), and every
+write first applies that drift, then the change. What drift alone makes happen — a
+threshold crossed or rearmed, a stage left or entered, faction standing moving — is
+applied (written, with its events) by DecaySystem's first visit of the NPC after the
+game time it happens at (scheduled in closed form, so idle pairs are not visited in
+between), or by the pair's next write, whichever comes first; reads never write. A
+faction's standing follows the written dispositions, which drift keeps within
+:data:`STANDING_TOLERANCE` of the drifted ones as of the last visit.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import msgspec
 
 from npc_memory.components import NpcHandle, PlayerHandle, Relationship
 from npc_memory.components.relationship import Dimension
@@ -20,6 +35,10 @@ from npc_memory.rules.reputation import FactionStanding
 from npc_memory.state import Part, WorldState
 from npc_memory.store.documents import PlayerDocument
 
+STANDING_TOLERANCE = 0.01
+"""How far (in disposition) drift may take a pair from the disposition its faction's
+standing counts before the pair is written again."""
+
 
 class RelationshipService:
     """Every write to a relationship goes through here, so the version, stage,
@@ -29,6 +48,13 @@ class RelationshipService:
         self.state = state
         self.standing = FactionStanding(bands=list(state.pack.knowledge.reputation_bands))
         self._initial: dict[tuple[str | None, str | None], Relationship] = {}
+        self._marks = rel_rules.drift_marks(state.pack.relationships)
+        self._half_life = state.pack.memory.relationship_half_life_days
+        self._dues: dict[str, dict[str, float]] = {}
+        """Per NPC (once known), the game time each pair's drift next needs applying."""
+        self._next_due: dict[str, float] = {}
+        self.settled = 0
+        """Pairs whose drift was applied by a visit (written or only rescheduled)."""
         state.registry.listeners.append(self)
 
     # ------------------------------------------------------------------ registry listener
@@ -36,10 +62,19 @@ class RelationshipService:
     def npc_added(self, npc: NpcHandle) -> None:
         if npc.faction.faction is not None:
             self.standing.join(npc.faction.faction, self._dispositions(npc))
+        key = npc.identity.key
+        if npc.relationships.by_player:  # loaded: each pair is due once, then scheduled
+            self._dues[key] = dict.fromkeys(npc.relationships.by_player, -math.inf)
+            self._next_due[key] = -math.inf
+        else:
+            self._dues[key] = {}
+            self._next_due[key] = math.inf
 
     def npc_removed(self, npc: NpcHandle) -> None:
         if npc.faction.faction is not None:
             self.standing.leave(npc.faction.faction, self._dispositions(npc))
+        self._dues.pop(npc.identity.key, None)
+        self._next_due.pop(npc.identity.key, None)
 
     def npc_moved(self, npc: NpcHandle, old: str | None, new: str | None) -> None:
         pass
@@ -59,7 +94,10 @@ class RelationshipService:
         return (saved.faction if isinstance(saved, PlayerDocument) else None), None
 
     def initial(self, npc_faction: str | None, player_faction: str | None) -> Relationship:
-        """The starting relationship of the factions' members (cached: records are frozen)."""
+        """The starting relationship of the factions' members, which is also the
+        baseline drift leads back to. Cached per (NPC faction, player faction): records
+        are frozen, the pack is fixed for the plugin's life, and a player or NPC of
+        another faction simply finds another entry."""
         key = (npc_faction, player_faction)
         rel = self._initial.get(key)
         if rel is None:
@@ -68,11 +106,42 @@ class RelationshipService:
         return rel
 
     def peek(self, npc: NpcHandle, player: str, player_faction: str | None) -> Relationship:
-        """How ``npc`` regards ``player`` (the faction-based start without history)."""
+        """How ``npc`` regards ``player`` now (the faction-based start without history)."""
         rel = npc.relationships.by_player.get(player)
         if rel is None:
-            rel = self.initial(npc.faction.faction, player_faction)
-        return rel
+            return self.initial(npc.faction.faction, player_faction)
+        return self._view(npc, rel, player_faction)
+
+    def current(self, npc: NpcHandle, player: str) -> Relationship | None:
+        """How ``npc`` regards ``player`` now, drift applied (``None`` without history).
+        Same ``version`` as the stored record: a read changes nothing."""
+        rel = npc.relationships.by_player.get(player)
+        if rel is None:
+            return None
+        return self._view(npc, rel, self.player_faction(player)[0])
+
+    def _view(self, npc: NpcHandle, rel: Relationship, player_faction: str | None) -> Relationship:
+        now = self.state.clock.now
+        if now <= decay_rules.drift_start(rel):
+            return rel
+        baseline = self.initial(npc.faction.faction, player_faction)
+        moved = decay_rules.drifted(rel, baseline, self._half_life, now)
+        if moved is rel:
+            return rel
+        shown, _ = rel_rules.refresh(moved, self.state.pack.relationships)
+        return msgspec.structs.replace(shown, version=rel.version)
+
+    def due(self, npc: NpcHandle) -> list[str]:
+        """The players whose drift on ``npc`` is due to be applied (see :meth:`settle`):
+        O(1) while none is, else O(``npc``'s scheduled pairs)."""
+        key = npc.identity.key
+        now = self.state.clock.now
+        if self._next_due.get(key, math.inf) > now:
+            return []
+        dues = self._dues[key]
+        ready = [player for player, at in dues.items() if at <= now]
+        self._next_due[key] = min((at for at in dues.values() if at > now), default=math.inf)
+        return ready
 
     def standing_of(self, faction: str, player: str) -> float:
         """The average disposition of ``faction``'s live NPCs towards ``player``."""
@@ -99,37 +168,76 @@ class RelationshipService:
     def forget(self, npc: NpcHandle, player: str) -> None:
         """``npc`` no longer has a relationship with ``player`` (faction standing follows)."""
         rel = npc.relationships.by_player.pop(player, None)
+        self._dues.get(npc.identity.key, {}).pop(player, None)
         if rel is None:
             return
         self.state.mark(npc.identity.key, Part.RELATIONSHIPS)
         if npc.faction.faction is not None and npc.live:
             self.standing.leave_pair(npc.faction.faction, player, rel.disposition)
 
-    def drift(self, npc: NpcHandle, player: str) -> bool:
-        """Let an idle relationship drift towards its faction baseline; whether it moved."""
+    def settle(self, npc: NpcHandle, player: str) -> bool:
+        """Apply the drift due on how ``npc`` regards ``player``, if due (see
+        :meth:`due`): written, with its events, when it crossed or rearmed a threshold,
+        changed the stage or moved disposition :data:`STANDING_TOLERANCE` from the
+        written one (faction members); then the next due time is scheduled. Whether
+        it wrote."""
+        key = npc.identity.key
+        dues = self._dues.get(key)
+        now = self.state.clock.now
+        if dues is None or dues.get(player, math.inf) > now:
+            return False
         rel = npc.relationships.by_player.get(player)
         if rel is None:
+            del dues[player]
             return False
+        self.settled += 1
         faction, entity = self.player_faction(player)
         baseline = self.initial(npc.faction.faction, faction)
-        half_life = self.state.pack.memory.relationship_half_life_days
-        drifted = decay_rules.drift(rel, baseline, half_life, self.state.clock.now)
-        if drifted is None:
-            return False
-        new, change = rel_rules.refresh(drifted, self.state.pack.relationships)
-        self._store(npc, player, faction, entity, rel, new, change)
-        return True
+        moved = decay_rules.drifted(rel, baseline, self._half_life, now)
+        new, change = rel_rules.refresh(moved, self.state.pack.relationships)
+        standing = npc.faction.faction is not None
+        if (
+            change.crossed
+            or change.old_stage != change.new_stage
+            or new.active_thresholds != rel.active_thresholds
+            or (standing and abs(new.disposition - rel.disposition) >= STANDING_TOLERANCE)
+        ):
+            self._store(npc, player, faction, entity, rel, new, change)
+            return True
+        self._schedule(npc, player, moved, baseline, rel.disposition if standing else None)
+        return False
+
+    def _schedule(
+        self, npc: NpcHandle, player: str, rel: Relationship, baseline: Relationship, anchor: float | None
+    ) -> None:
+        """Note when ``rel``'s drift next needs applying (nothing when it never does, or
+        while the NPC's pairs are not yet known)."""
+        key = npc.identity.key
+        dues = self._dues.get(key)
+        if dues is None:
+            return
+        at = decay_rules.next_drift_mark(
+            rel, baseline, self._half_life, self._marks, anchor, STANDING_TOLERANCE
+        )
+        if at == math.inf:
+            dues.pop(player, None)
+            return
+        dues[player] = at
+        if at < self._next_due.get(key, math.inf):
+            self._next_due[key] = at
 
     def _write(
         self, npc: NpcHandle, player: str, deltas: dict[Dimension, float], **changes: Any
     ) -> Relationship:
         faction, entity = self.player_faction(player)
         old = npc.relationships.by_player.get(player)
+        now = self.state.clock.now
         if old is None:
             start = self.initial(npc.faction.faction, faction)
-            changes.setdefault("drifted_at", self.state.clock.now)
-        else:
-            start = old
+        else:  # the drift since the last write first, then the change
+            baseline = self.initial(npc.faction.faction, faction)
+            start = decay_rules.drifted(old, baseline, self._half_life, now)
+        changes["drifted_at"] = now
         new, change = rel_rules.apply_deltas(start, deltas, self.state.pack.relationships, **changes)
         self._store(npc, player, faction, entity, old, new, change)
         return new
@@ -146,6 +254,9 @@ class RelationshipService:
     ) -> None:
         npc.relationships.by_player[player] = new
         self.state.mark(npc.identity.key, Part.RELATIONSHIPS)
+        standing = npc.faction.faction is not None
+        baseline = self.initial(npc.faction.faction, faction)
+        self._schedule(npc, player, new, baseline, new.disposition if standing else None)
         self._announce(npc, player, entity, new, change)
         self._standing_changed(
             npc, player, faction, None if old is None else old.disposition, new.disposition

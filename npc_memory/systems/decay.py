@@ -1,7 +1,8 @@
 """DecaySystem and ConsolidationSystem: daily maintenance, spread over ticks.
 
-Each walks every (NPC, player) pair — ``None`` standing for the NPC's world-scoped
-memories and knowledge — once per cycle from a round-robin cursor, at most ``budget``
+Each walks the (NPC, player) pairs that have work — ``None`` standing for the NPC's
+world-scoped memories and knowledge; for decay, the players an NPC has memories of or
+a relationship whose drift is due — once per cycle from a round-robin cursor, at most ``budget``
 pairs and ``budget_ms`` milliseconds per tick, so no tick touches all memories. A
 cycle starts at most once per ``interval`` game seconds (in O(1): the cursor walks the
 registry's live list of NPC keys); a cycle that cannot finish within it simply runs on.
@@ -37,6 +38,8 @@ class PairCursor:
     last_cycle_seconds: float | None = None
     """Game seconds the last complete cycle took."""
     cycles: int = 0
+    visits: int = 0
+    """Pairs handed out since the cursor was made."""
 
     def start(self, now: float) -> None:
         """Begin a cycle over the NPCs in the world."""
@@ -58,6 +61,7 @@ class PairCursor:
         if not self.active:
             return None
         pair = self._pending.pop()
+        self.visits += 1
         if not self._pending and self._npc_index >= len(self.npcs):
             self._end(now)
         return pair
@@ -112,7 +116,8 @@ class PairMaintenanceSystem(esper.Processor):
 
 
 class DecaySystem(PairMaintenanceSystem):
-    """Forgetting: faded episodes and caps per pair, relationship drift, expired facts."""
+    """Forgetting: faded episodes and caps per pair, relationship drift that is due,
+    expired facts."""
 
 
 class ConsolidationSystem(PairMaintenanceSystem):
