@@ -127,8 +127,8 @@ def drifted(rel: Relationship, baseline: Relationship, half_life_days: float, no
 
 def time_to_reach(value: float, base: float, level: float, half_life_days: float) -> float:
     """Game seconds of drift after which a value drifting from ``value`` towards
-    ``base`` reaches ``level``; infinite when ``level`` is not strictly between them."""
-    if not (value < level < base or base < level < value):
+    ``base`` reaches ``level`` (0 when it starts on it); infinite when it never does."""
+    if not (value <= level < base or base < level <= value):
         return math.inf
     return half_life_days * SECONDS_PER_DAY * math.log2((value - base) / (level - base))
 
