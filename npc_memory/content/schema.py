@@ -388,8 +388,10 @@ class MemoryRules(_Model):
     :class:`ConsolidationTemplates`).
 
     Per NPC, at most ``memories_per_npc`` memories and ``players_per_npc`` players are
-    kept (so memory use levels off under any load): DecaySystem's daily visit of the
-    NPC evicts the least salient unlocked episodes beyond the first bound, and forgets
+    kept (so memory use levels off under any load): past the first bound the least
+    salient unlocked episodes are evicted, down to 90 % of it, as the NPC remembers
+    (checked every ``memories_per_npc`` / 20 memories it makes) and on DecaySystem's
+    daily visit of the NPC; that visit also forgets
     whatever it holds about the players it dealt with longest ago beyond the second
     (their relationship, unlocked memories and conversation summaries), down to 90 %.
     """

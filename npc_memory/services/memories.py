@@ -21,12 +21,17 @@ from npc_memory.components import (
     Valence,
 )
 from npc_memory.events import MemoryMilestone
+from npc_memory.rules import decay as decay_rules
 from npc_memory.rules import memory as memory_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.rules.knowledge import FLAGGED
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.services.safety import SafetyService, is_marked, marked
 from npc_memory.state import Part, WorldState
+
+NPC_CAP_CHECKS = 20
+"""How often, per ``memories_per_npc`` memories an NPC makes, it is held to that cap
+(so it holds at most 1/20 over it, besides its locked memories)."""
 
 
 class MemoryService:
@@ -126,8 +131,11 @@ class MemoryService:
             records: list[Memory] = getattr(pair, kind)
             records[records.index(held)] = memory
         else:
-            memory_rules.insert(pair, memory, self.state.pack.memory, now)
+            rules = self.state.pack.memory
+            memory_rules.insert(pair, memory, rules, now)
             npc.bank.next_id += 1
+            if npc.bank.next_id % max(1, rules.memories_per_npc // NPC_CAP_CHECKS) == 0:
+                decay_rules.over_npc_cap(npc.bank, rules, now)
         self.state.mark(npc.identity.key, Part.BANK)
         if key is not None and habit is None and held is None:
             self._check_milestone(npc, key, len(pair))
