@@ -61,7 +61,7 @@ class MaintenanceService:
         for npc, about, cluster, future in self._summaries:
             if about == player:
                 future.cancel()
-                self._reserved.get(npc, set()).difference_update(m.id for m in cluster.episodes)
+                self._release(npc, cluster)
         self._summaries = [entry for entry in self._summaries if entry[1] != player]
 
     def pairs_of(self, npc: str) -> list[str | None]:
@@ -166,7 +166,7 @@ class MaintenanceService:
         pair = handle.bank.pair(player)
         if pair is None:
             return
-        reserved = self._reserved.setdefault(npc, set())
+        reserved = self._reserved.get(npc, set())
         name = self.player_name(player)
         ready = consolidation_rules.clusters(
             pair, self.state.pack.memory, self.state.clock.now, exclude=reserved
@@ -200,6 +200,15 @@ class MaintenanceService:
         self._summaries.append((npc, player, cluster, submitted))
         return True
 
+    def _release(self, npc: str, cluster: consolidation_rules.Cluster) -> None:
+        """The episodes of ``cluster`` are no longer waiting for a summary (an NPC with
+        none waiting has no entry: the table holds only what is in flight)."""
+        reserved = self._reserved.get(npc)
+        if reserved is not None:
+            reserved.difference_update(m.id for m in cluster.episodes)
+            if not reserved:
+                del self._reserved[npc]
+
     def _count_fallback(self, reason: str | None) -> None:
         fallbacks = self.pipeline.stats.fallbacks
         key = f"consolidation fallback: {reason}"
@@ -223,7 +232,7 @@ class MaintenanceService:
             if text is None:
                 self._count_fallback(outcome.failure)
                 text = consolidation_rules.summary(cluster, self.player_name(player), self.templates)
-            self._reserved.get(npc, set()).difference_update(m.id for m in cluster.episodes)
+            self._release(npc, cluster)
             live = self.state.registry.live_npc(npc)
             if live is not None:
                 self._apply_cluster(live, player, cluster, text)
