@@ -112,6 +112,8 @@ class Config:
     """Facts per NPC (``knowledge.cap``); ``None``: the pack's (500)."""
     memory_cap: int | None = None
     """Memories per NPC (``memory.memories_per_npc``); ``None``: the pack's (2,000)."""
+    player_cap: int | None = None
+    """Players per NPC (``memory.players_per_npc``); ``None``: the pack's (200)."""
     pace: float = 60.0
     """Ticks per real second, as a game server runs them (the store's writer thread works in
     between); 0: back to back, as fast as possible."""
@@ -528,13 +530,15 @@ def populate(plugin: npc_memory.MemoryPlugin, load: Load) -> None:
 
 def with_caps(pack: npc_memory.Pack, config: Config) -> npc_memory.Pack:
     """``pack`` with the caps ``config`` sets (to show the plateau inside a short run)."""
-    if config.fact_cap is None and config.memory_cap is None:
+    if config.fact_cap is None and config.memory_cap is None and config.player_cap is None:
         return pack
     data = pack.model_dump()
     if config.fact_cap is not None:
         data["knowledge"]["cap"] = config.fact_cap
     if config.memory_cap is not None:
         data["memory"]["memories_per_npc"] = config.memory_cap
+    if config.player_cap is not None:
+        data["memory"]["players_per_npc"] = config.player_cap
     return validate_pack(data)
 
 
@@ -816,12 +820,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write every figure to this file")
     parser.add_argument("--fact-cap", type=int, default=None, help="facts per NPC (default: the pack's, 500)")
     parser.add_argument("--memory-cap", type=int, default=None, help="memories per NPC (default: the pack's, 2,000)")
+    parser.add_argument("--player-cap", type=int, default=None, help="players per NPC (default: the pack's, 200)")
     args = parser.parse_args(argv)
     if min(args.npcs, args.players, args.ticks, args.window) < 1 or args.pace < 0:
         parser.error("--npcs, --players, --ticks and --window must be positive, --pace not negative")
     config = Config(npcs=args.npcs, players=args.players, ticks=args.ticks,
                     mix="quiet" if args.quiet_world else args.mix, seed=args.seed, rooms=args.rooms,
-                    window=args.window, pace=args.pace, fact_cap=args.fact_cap, memory_cap=args.memory_cap)
+                    window=args.window, pace=args.pace, fact_cap=args.fact_cap, memory_cap=args.memory_cap,
+                    player_cap=args.player_cap)
     result = run(config, args.store)
     result["command"] = " ".join(["python", "benchmarks/scale.py", *(sys.argv[1:] if argv is None else argv)])
     if args.json is not None:

@@ -68,3 +68,43 @@ def test_full_decay_cycle_in_ticks(benchmark: Any, cleanup: None) -> None:
     pairs = len(plugin.npcs()) * 21
     assert pairs // plugin.pack.budgets.decay_pairs_per_tick <= ticks <= pairs  # the time budget decides
     benchmark.extra_info["ticks_per_cycle"] = ticks
+
+
+def related_world(npcs: int, players: int = 20) -> npc_memory.MemoryPlugin:
+    """``npcs`` NPCs, each with a relationship (and no memories) with each of ``players``
+    players: half of them warm friends drifting back, half barely changed and idle."""
+    plugin = npc_memory.install(world="bench", time_scale=60.0, deterministic=True)
+    for p in range(players):
+        plugin.add_player(key=f"p{p:02d}", faction="adventurers")
+    for i in range(npcs):
+        npc = plugin.add_npc(key=f"n{i:05d}", archetype="blacksmith")
+        for p in range(players):
+            if p % 2:
+                plugin.adjust_relationship(npc, f"p{p:02d}", trust=0.004)
+            else:
+                plugin.adjust_relationship(npc, f"p{p:02d}", trust=0.25, friendliness=0.25)
+    return plugin
+
+
+def test_decay_cycles_visit_only_pairs_with_drift_due(benchmark: Any, cleanup: None) -> None:
+    """Pairs DecaySystem visits per daily cycle over 60 game days for 1,000 NPCs × 20
+    relationship-only pairs (the daily stepwise drift visited all 21,000 every cycle)."""
+    npcs = 1_000 if not benchmark.disabled else 20
+    plugin = related_world(npcs)
+    system = decay_system()
+
+    def sixty_days() -> list[int]:
+        visits = []
+        for _ in range(60):
+            plugin.clock.advance(86_400.0)
+            before = system.cursor.visits
+            system.cursor.start(plugin.clock.now)
+            while system.cursor.active:
+                system.process()
+            visits.append(system.cursor.visits - before)
+        return visits
+
+    visits = benchmark.pedantic(sixty_days, rounds=1, iterations=1)
+    assert all(v >= npcs for v in visits)  # the world pairs, at least
+    assert sum(visits) < 60 * npcs * 21 / 3
+    benchmark.extra_info["visits_per_cycle"] = visits

@@ -249,6 +249,7 @@ class MemoryPlugin:
         decay = DecaySystem(
             PairCursor(npcs, upkeep.decay_pairs_of), self.clock, budgets.decay_pairs_per_tick,
             memory.decay_interval, upkeep.decay_pair, tick.share(budgets.decay_tick_ms),
+            poll=upkeep.hold_player_caps,
         )  # fmt: skip
         consolidation = ConsolidationSystem(
             PairCursor(npcs, upkeep.pairs_of), self.clock, budgets.consolidation_pairs_per_tick,

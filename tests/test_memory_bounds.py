@@ -69,3 +69,28 @@ def test_memories_stay_bounded_however_many_come_without_a_decay_visit(cap: int)
         most = max(most, bank.count())
     assert cap * 0.9 <= most <= cap + cap // 20
     assert any(m.content == f"errand {cap * 5 - 1}" for pair in bank.players.values() for m in pair.all())
+
+
+def test_players_stay_bounded_within_ticks_not_only_on_the_daily_visit() -> None:
+    """Many new players a game hour: each tick holds the NPC to ``players_per_npc``
+    (with 1/10 of slack: it goes down to 90 % when over), whatever the decay cycle."""
+    plugin = npc_memory.install(world="m", pack=bounded(players_per_npc=10), time_scale=60.0)
+    plugin.add_npc(key="brandt", archetype="guard_captain")
+    handle = plugin.npc("brandt")
+    decay = next(p for p in plugin.processors if type(p).__name__ == "DecaySystem")
+    tick("m")  # the first cycle starts (and ends) here; the next is a game day away
+    cycles = decay.cursor.cycles
+    most = 0
+    for i in range(60):
+        plugin.add_player(key=f"p{i}")
+        if i % 2:
+            plugin.adjust_relationship("brandt", f"p{i}", trust=0.1)
+        else:
+            plugin.remember("brandt", f"p{i}", f"p{i} asked the way", importance=0.3)
+        most = max(most, len(set(handle.bank.players) | set(handle.relationships.by_player)))
+        tick("m")
+        assert len(set(handle.bank.players) | set(handle.relationships.by_player)) <= 10
+    assert decay.cursor.cycles == cycles  # no daily visit did it
+    assert most == 11
+    assert "p58" in handle.bank.players and "p59" in handle.relationships.by_player
+    assert "p0" not in handle.bank.players and "p1" not in handle.relationships.by_player  # longest ago

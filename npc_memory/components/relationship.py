@@ -40,8 +40,9 @@ class Relationship(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     game seconds (``None`` before the first interaction). ``version`` grows by one
     on every change (optimistic concurrency). ``active_thresholds`` names the
     thresholds currently crossed, so a crossing fires its event once, also after a
-    restart. ``drifted_at`` is when drift towards the faction baseline was last
-    applied (game seconds).
+    restart. ``drifted_at`` is when the record was written (game seconds): its values
+    are as of then, and drift towards the faction baseline since is computed when it is
+    read (``MemoryPlugin.relationship``) and applied before it next changes.
     """
 
     trust: Unit = 0.5
@@ -73,6 +74,7 @@ class Relationship(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 class Relationships(msgspec.Struct, kw_only=True):
     """Every relationship of one NPC, by player key (read-only for the game: change
     relationships through the facade, which keeps stages, thresholds, events, faction
-    standing and snapshots in step)."""
+    standing and snapshots in step). Each record is as written, at its ``drifted_at``;
+    ``MemoryPlugin.relationship`` gives it as it stands now, drift applied."""
 
     by_player: dict[str, Relationship] = msgspec.field(default_factory=dict)

@@ -395,7 +395,8 @@ class Chronicle:
         self.story.sample_days.append(when)
         trajectories = self.story.trajectories
         for npc in plugin.npcs():
-            for player, rel in plugin.npc(npc).relationships.by_player.items():
+            for player in plugin.npc(npc).relationships.by_player:
+                rel = plugin.relationship(npc, player)  # as it stands now, drift applied
                 pair = f"{npc}/{player}"
                 track = trajectories.get(pair)
                 if track is None:
@@ -497,7 +498,9 @@ def summarise(plugin: MemoryPlugin, story: Story) -> tuple[dict[str, Any], list[
     totals = Counter(change.kind for change in story.changes)
     last = story.census[-1] if story.census else None
     stages = Counter(
-        rel.stage.value for npc in npcs for rel in plugin.npc(npc).relationships.by_player.values()
+        plugin.relationship(npc, player).stage.value
+        for npc in npcs
+        for player in plugin.npc(npc).relationships.by_player
     )
     farthest = story.farthest()
     why = None

@@ -16,6 +16,7 @@ faction's standing follows the written dispositions, which drift keeps within
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from typing import Any
 
 import msgspec
@@ -55,6 +56,9 @@ class RelationshipService:
         self._next_due: dict[str, float] = {}
         self.settled = 0
         """Pairs whose drift was applied by a visit (written or only rescheduled)."""
+        self.crowded: OrderedDict[str, None] = OrderedDict()
+        """NPCs that took on a player beyond ``players_per_npc`` (by a cheap upper
+        bound), oldest first, for DecaySystem to hold to the bound."""
         state.registry.listeners.append(self)
 
     # ------------------------------------------------------------------ registry listener
@@ -75,6 +79,7 @@ class RelationshipService:
             self.standing.leave(npc.faction.faction, self._dispositions(npc))
         self._dues.pop(npc.identity.key, None)
         self._next_due.pop(npc.identity.key, None)
+        self.crowded.pop(npc.identity.key, None)
 
     def npc_moved(self, npc: NpcHandle, old: str | None, new: str | None) -> None:
         pass
@@ -119,6 +124,13 @@ class RelationshipService:
         if rel is None:
             return None
         return self._view(npc, rel, self.player_faction(player)[0])
+
+    def new_player(self, npc: NpcHandle) -> None:
+        """``npc`` took on a new player (a relationship or memories): noted in
+        :attr:`crowded` when it may now hold more than ``players_per_npc``."""
+        held = len(npc.bank.players) + len(npc.relationships.by_player)
+        if held > self.state.pack.memory.players_per_npc:
+            self.crowded[npc.identity.key] = None
 
     def _view(self, npc: NpcHandle, rel: Relationship, player_faction: str | None) -> Relationship:
         now = self.state.clock.now
@@ -234,6 +246,7 @@ class RelationshipService:
         now = self.state.clock.now
         if old is None:
             start = self.initial(npc.faction.faction, faction)
+            self.new_player(npc)
         else:  # the drift since the last write first, then the change
             baseline = self.initial(npc.faction.faction, faction)
             start = decay_rules.drifted(old, baseline, self._half_life, now)
