@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import TypeVar
 
@@ -138,6 +139,16 @@ DRIFT_MARGIN = 1.0
 (not on it, give or take rounding) when the crossing is applied."""
 
 
+def first_level(levels: tuple[float, ...], value: float, base: float) -> float | None:
+    """Of ``levels`` (ascending), the first a value moving from ``value`` towards
+    ``base`` reaches (it may start on it), if any."""
+    if base > value:
+        at = bisect.bisect_left(levels, value)
+        return levels[at] if at < len(levels) and levels[at] < base else None
+    at = bisect.bisect_right(levels, value) - 1
+    return levels[at] if at >= 0 and levels[at] > base else None
+
+
 def next_drift_mark(
     rel: Relationship,
     baseline: Relationship,
@@ -151,12 +162,16 @@ def next_drift_mark(
     disposition ``tolerance`` away from it; infinite when it never does. Conservative:
     at that time something may, not must, have changed."""
     soonest = math.inf
-    for dim, level in marks.levels:
-        soonest = min(soonest, time_to_reach(rel.value(dim), baseline.value(dim), level, half_life_days))
+    for dim, levels in marks.levels:
+        value, base = rel.value(dim), baseline.value(dim)
+        level = first_level(levels, value, base)
+        if level is not None:
+            soonest = min(soonest, time_to_reach(value, base, level, half_life_days))
     now_score, base_score = rel_rules.score(rel, marks.weights), rel_rules.score(baseline, marks.weights)
-    levels = marks.stages
+    level = first_level(marks.stages, now_score, base_score)
+    if level is not None:
+        soonest = min(soonest, time_to_reach(now_score, base_score, level, half_life_days))
     if anchor is not None:
-        levels = (*levels, anchor - tolerance if base_score < anchor else anchor + tolerance)
-    for level in levels:
+        level = anchor - tolerance if base_score < anchor else anchor + tolerance
         soonest = min(soonest, time_to_reach(now_score, base_score, level, half_life_days))
     return drift_start(rel) + soonest + DRIFT_MARGIN

@@ -68,11 +68,12 @@ def disposition(rel: Relationship, weights: DispositionWeights) -> float:
 
 
 class DriftMarks(msgspec.Struct, frozen=True, kw_only=True):
-    """Where drift can change something, from the pack's rules: each (dimension,
-    level) at which a threshold is crossed or rearmed, and each disposition level at
-    which a stage may be entered or left (entry levels and ``hysteresis`` either side)."""
+    """Where drift can change something, from the pack's rules: per dimension, the
+    levels (ascending) at which a threshold is crossed or rearmed; the disposition
+    levels (ascending) at which a stage may be entered or left (entry levels and
+    ``hysteresis`` either side)."""
 
-    levels: tuple[tuple[Dimension, float], ...]
+    levels: tuple[tuple[Dimension, tuple[float, ...]], ...]
     stages: tuple[float, ...]
     weights: DispositionWeights
 
@@ -80,14 +81,19 @@ class DriftMarks(msgspec.Struct, frozen=True, kw_only=True):
 def drift_marks(rules: RelationshipRules) -> DriftMarks:
     """The :class:`DriftMarks` of ``rules``."""
     rearm, ladder = rules.threshold_rearm, rules.stages
-    levels: list[tuple[Dimension, float]] = []
+    levels: dict[Dimension, set[float]] = {}
     for t in rules.thresholds:
-        levels.append((t.dimension, t.value))
-        levels.append((t.dimension, t.value + rearm if t.direction == "below" else t.value - rearm))
+        levels.setdefault(t.dimension, set()).update(
+            (t.value, t.value + rearm if t.direction == "below" else t.value - rearm)
+        )
     entries = (ladder.enemy, ladder.rival, ladder.friend, ladder.close_friend, ladder.trusted_ally)
     h = ladder.hysteresis
     stages = tuple(sorted({level + offset for level in entries for offset in (-h, 0.0, h)}))
-    return DriftMarks(levels=tuple(levels), stages=stages, weights=rules.disposition_weights)
+    return DriftMarks(
+        levels=tuple((dim, tuple(sorted(at))) for dim, at in levels.items()),
+        stages=stages,
+        weights=rules.disposition_weights,
+    )
 
 
 def next_stage(current: Stage, score: float, met: bool, ladder: StageLadder) -> Stage:

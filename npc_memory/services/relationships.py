@@ -54,8 +54,6 @@ class RelationshipService:
         self._dues: dict[str, dict[str, float]] = {}
         """Per NPC (once known), the game time each pair's drift next needs applying."""
         self._next_due: dict[str, float] = {}
-        self.settled = 0
-        """Pairs whose drift was applied by a visit (written or only rescheduled)."""
         self.crowded: OrderedDict[str, None] = OrderedDict()
         """NPCs that took on a player beyond ``players_per_npc`` (by a cheap upper
         bound), oldest first, for DecaySystem to hold to the bound."""
@@ -202,7 +200,6 @@ class RelationshipService:
         if rel is None:
             del dues[player]
             return False
-        self.settled += 1
         faction, entity = self.player_faction(player)
         baseline = self.initial(npc.faction.faction, faction)
         moved = decay_rules.drifted(rel, baseline, self._half_life, now)
