@@ -140,7 +140,8 @@ def test_values_out_of_range_are_refused_and_mended(db: Path, change: object, wh
     plugin.add_npc(key="hilda")
     plugin.add_player(key="alice")
     if "trust" in where:
-        assert plugin.relationship("hilda", "alice").trust == mended
+        # The record as written (reads see it drifted since towards the faction baseline).
+        assert plugin.npc("hilda").relationships.by_player["alice"].trust == mended
     else:
         [sword] = [m for m in plugin.memories("hilda", "alice") if m.content == "Alice bought a sword"]
         assert sword.importance == mended
