@@ -247,9 +247,9 @@ class MemoryPlugin:
         upkeep = self._maintenance
         npcs = state.registry.npc_order
         decay = DecaySystem(
-            PairCursor(npcs, upkeep.decay_pairs_of), self.clock, budgets.decay_pairs_per_tick,
-            memory.decay_interval, upkeep.decay_pair, tick.share(budgets.decay_tick_ms),
-            poll=upkeep.hold_player_caps,
+            PairCursor(npcs, upkeep.decay_pairs_of, urgent=self._relationships.crowded), self.clock,
+            budgets.decay_pairs_per_tick, memory.decay_interval, upkeep.decay_pair,
+            tick.share(budgets.decay_tick_ms),
         )  # fmt: skip
         consolidation = ConsolidationSystem(
             PairCursor(npcs, upkeep.pairs_of), self.clock, budgets.consolidation_pairs_per_tick,

@@ -109,20 +109,6 @@ class MaintenanceService:
         if changed:
             self.state.mark(npc)
 
-    def hold_player_caps(self) -> None:
-        """Let the NPCs that took on players beyond ``players_per_npc`` go of those they
-        dealt with longest ago, down to 90 % (see :meth:`forget_player_of`): the oldest
-        noted first, at most ``decay_pairs_per_tick`` NPCs a tick; so the bound holds
-        within ticks, not only on the daily visit."""
-        crowded, rules = self.relationships.crowded, self.state.pack.memory
-        for _ in range(min(len(crowded), self.state.pack.budgets.decay_pairs_per_tick)):
-            npc, _ = crowded.popitem(last=False)
-            handle = self.state.registry.live_npc(npc)
-            if handle is None:
-                continue
-            for gone in decay_rules.players_to_forget(handle.bank, handle.relationships, rules):
-                self.forget_player_of(handle, gone)
-
     def _enforce_retention(
         self, handle: NpcHandle, player: str | None, retention: dict[Scope, float], now: float
     ) -> bool:

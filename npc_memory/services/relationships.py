@@ -56,7 +56,8 @@ class RelationshipService:
         self._next_due: dict[str, float] = {}
         self.crowded: OrderedDict[str, None] = OrderedDict()
         """NPCs that took on a player beyond ``players_per_npc`` (by a cheap upper
-        bound), oldest first, for DecaySystem to hold to the bound."""
+        bound), oldest first: DecaySystem visits their world pair, which holds them to
+        the bound, ahead of its daily cycle and within its budget."""
         state.registry.listeners.append(self)
 
     # ------------------------------------------------------------------ registry listener

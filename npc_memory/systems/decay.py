@@ -6,11 +6,13 @@ a relationship whose drift is due — once per cycle from a round-robin cursor, 
 pairs and ``budget_ms`` milliseconds per tick, so no tick touches all memories. A
 cycle starts at most once per ``interval`` game seconds (in O(1): the cursor walks the
 registry's live list of NPC keys); a cycle that cannot finish within it simply runs on.
+An NPC that went past a cap has its world pair visited ahead of the cycle.
 """
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,10 +29,13 @@ Pair = tuple[str, str | None]
 class PairCursor:
     """Round-robin over every NPC's pairs. ``npcs`` is the live sequence of NPC keys
     (an NPC added during a cycle may join it, one removed is skipped), ``pairs_of(npc)``
-    the players an NPC has memories or relationships with."""
+    the pairs of an NPC to visit."""
 
     npcs: Sequence[str]
     pairs_of: Callable[[str], list[str | None]]
+    urgent: OrderedDict[str, None] | None = None
+    """NPCs whose world pair (``None``) needs a visit before the cycle's next pair,
+    cycle or not (e.g. an NPC past a cap), oldest first; taken from as visited."""
     _npc_index: int = 0
     _pending: list[Pair] = field(default_factory=list)
     active: bool = False
@@ -48,9 +53,18 @@ class PairCursor:
         self.active = True
         self.cycle_started = now
 
+    @property
+    def waiting(self) -> bool:
+        """Whether an urgent visit waits."""
+        return bool(self.urgent)
+
     def next(self, now: float) -> Pair | None:
-        """The next pair of the cycle (the cycle ends with its last pair), or ``None``
-        when no cycle is active."""
+        """An urgent world pair, else the next pair of the cycle (the cycle ends with
+        its last pair), or ``None`` when neither waits."""
+        if self.urgent:
+            npc, _ = self.urgent.popitem(last=False)
+            self.visits += 1
+            return npc, None
         while self.active and not self._pending:
             if self._npc_index >= len(self.npcs):
                 self._end(now)
@@ -74,8 +88,9 @@ class PairCursor:
 
 class PairMaintenanceSystem(esper.Processor):
     """Hands at most ``budget`` pairs per tick (stopping early at its share's deadline)
-    to ``handle(npc, player)``, a cycle per interval; ``poll()``, if given, runs first
-    every tick."""
+    to ``handle(npc, player)``: the cursor's urgent world pairs first, then a cycle per
+    interval; ``poll()``, if given, runs first every tick. Urgent visits the budget
+    cannot absorb wait in the cursor's queue (one entry per NPC)."""
 
     def __init__(
         self,
@@ -99,10 +114,10 @@ class PairMaintenanceSystem(esper.Processor):
         if self.poll is not None:
             self.poll()  # e.g. apply finished LLM summaries: O(calls in flight), never waits
         now = self.clock.now
-        if not self.cursor.active:
-            if now - self.cursor.cycle_started < self.interval:
-                return
+        if not self.cursor.active and now - self.cursor.cycle_started >= self.interval:
             self.cursor.start(now)
+        if not self.cursor.active and not self.cursor.waiting:
+            return
         deadline = self.share.deadline()
         if deadline is None:
             return
