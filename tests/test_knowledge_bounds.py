@@ -12,7 +12,7 @@ import npc_memory
 from npc_memory.components import Fact, KnowledgeBase
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.events import FactLearned
-from npc_memory.rules.knowledge import FactIndex, learn
+from npc_memory.rules.knowledge import MAX_ALIASES, FactIndex, learn
 from npc_memory.systems.gossip import GossipSystem
 
 from .conftest import tick
@@ -107,3 +107,18 @@ def test_facts_evicted_with_a_fact_too_weak_to_keep_are_gone_after_a_reload(tmp_
     again = npc_memory.install(world="k", pack=capped(8), store=store)
     again.add_npc(key="wren", room="market")
     assert sorted(f.content for f in again.npc("wren").knowledge.facts) == held
+
+
+def test_the_origins_an_npc_knows_stay_bounded_however_often_a_claim_is_heard() -> None:
+    """The index knows the origins its facts keep (each fact at most MAX_ALIASES + 1),
+    not every origin ever merged."""
+    rules = load_pack("village").knowledge
+    kb = KnowledgeBase()
+    index = FactIndex(kb, rules, 0.0)
+    for i in range(500):
+        fact = Fact(id=f"f{kb.next_id}", origin=f"o{i}", content="Bram stole bread", subject="bram", topic="theft")
+        kb.next_id += 1
+        learn(kb, fact, rules, float(i), index=index)
+    [held] = kb.facts
+    assert index.origins == {held.origin, *held.aliases}
+    assert len(index.origins) == MAX_ALIASES + 1 and "o499" in index.origins

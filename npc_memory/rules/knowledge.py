@@ -172,13 +172,13 @@ def learn(
     claim_id = index.claims.get((fact.subject, fact.topic, fact.content))
     if claim_id is not None:
         held = index.by_id[claim_id]
+        aliases = (*held.aliases, fact.origin)
         merged = msgspec.structs.replace(
-            held,
-            confidence=max(held.confidence, fact.confidence),
-            aliases=(*held.aliases, fact.origin)[-MAX_ALIASES:],
+            held, confidence=max(held.confidence, fact.confidence), aliases=aliases[-MAX_ALIASES:]
         )
         index.replace(kb, held, merged)
         index.origins.add(fact.origin)
+        index.origins.difference_update(aliases[:-MAX_ALIASES])  # as the fact forgets them
         return LearnOutcome(stored=None, merged=merged)
     removed: list[Fact] = []
     if index.next_expiry <= now:
