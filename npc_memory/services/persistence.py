@@ -188,6 +188,9 @@ class PersistenceService:
         """What the latest failed write said."""
         self.disowned: str | None = None
         """Why this process stopped writing to the store (it lost the store's lock), if it did."""
+        self.poll: Callable[[Store], None] | None = None
+        """Run with the store on the writer thread after each round's (or save's) last
+        batch, where game servers share the store (they poll it for work)."""
 
     def _seed(self, versions: Mapping[str, int]) -> None:
         """Let the writer patch the loaded documents rather than rewrite them whole:
@@ -278,6 +281,17 @@ class PersistenceService:
             counts=dict(counts or {}),
             details=dict(details or {}),
         )
+
+    def write_soon(
+        self, keys: Collection[str], deletions: Collection[str], after: Callable[[Store], None]
+    ) -> None:
+        """Hand the documents of ``keys`` as they are now and the deletion of
+        ``deletions`` to the writer, then ``after``; returns at once (O(len(keys)))."""
+        if self.writer is None:
+            return
+        now = self.state.clock.now
+        captures = [c for c in (self._capture(key, now) for key in keys) if c is not None]
+        self.writer.submit(WriteBatch(captures=captures, deletions=sorted(deletions), after=after))
 
     def run_on_store(self, after: Callable[[Store], None], audit: Collection[AuditEntry] = ()) -> None:
         """Run ``after`` with the store on the writer thread once everything handed to
@@ -518,7 +532,7 @@ class PersistenceService:
                 keys=keys,
                 deletions=deletions,
                 meta=self.meta(self._round_number),
-                after=after,
+                after=after if after is not None else self.poll,
                 audit=list(audit),
                 round=self._round_number,
                 since=self._round_since,

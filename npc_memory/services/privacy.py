@@ -46,7 +46,16 @@ from npc_memory.services.memories import MemoryService
 from npc_memory.services.persistence import PersistenceService, handle_of
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.state import WorldState
-from npc_memory.store import NpcDocument, PendingForget, PlayerDocument, PrivacyStore, Store
+from npc_memory.store import (
+    AuditEntry,
+    NpcDocument,
+    PendingForget,
+    PlayerDocument,
+    PrivacyStore,
+    SharedStore,
+    Store,
+    encode_document,
+)
 
 log = logging.getLogger("npc_memory.privacy")
 
@@ -59,6 +68,9 @@ class ForgetReport(msgspec.Struct, kw_only=True):
     player: str
     counts: dict[str, int] = msgspec.field(default_factory=dict)
     resumed: bool = False
+    waiting: list[int] = msgspec.field(default_factory=list)
+    """On a store game servers share: the servers (sessions) still to forget the
+    player in the NPCs they own; the forgetting finishes once they have, or are gone."""
 
 
 class EndGameReport(msgspec.Struct, kw_only=True):
@@ -126,6 +138,13 @@ class PrivacyService:
         self.conversations = conversations
         self.maintenance = maintenance
         self._salt: bytes | None = None
+        self._seen: list[PendingForget] = []
+        """Forgetting another game server began that this one is still to do its part of
+        (set by :meth:`poll` on the writer thread, taken by :meth:`tick`)."""
+        self._applying: set[str] = set()
+        """Players forgotten here by :meth:`tick` whose acknowledgement is not yet written."""
+        if persistence.shared is not None and isinstance(persistence.store, PrivacyStore):
+            persistence.poll = self.poll
 
     # ------------------------------------------------------------------ shared
 
@@ -218,28 +237,23 @@ class PrivacyService:
     # ------------------------------------------------------------------ forgetting
 
     def resume(self) -> list[ForgetReport]:
-        """Finish the forgetting a crash interrupted (called once the store is loaded)."""
+        """Finish the forgetting a crash interrupted, or take part in the forgetting
+        other game servers of a shared store began (called once the store is loaded,
+        before any NPC is served)."""
         store = self._privacy_store()
         if store is None:
             return []
         pending = store.pending_forgets()
-        owners = self._others_owning() if pending else []
-        if owners:
-            log.warning(
-                "%d players' forgetting is unfinished; it finishes when no other game server "
-                "(sessions %s) owns documents of the world",
-                len(pending),
-                ", ".join(map(str, owners)),
-            )
-            return []
         return [self.forget_player(p.key, actor="restart", name=p.name, resumed=True) for p in pending]
 
     def forget_player(
         self, key: str, *, actor: str, name: str | None = None, resumed: bool = False
     ) -> ForgetReport:
         """Remove player ``key`` from the live world, every NPC (live or stored), the
-        extraction pipeline and every generation of the store on disk."""
-        self._require_sole_server("forget the player", key)
+        extraction pipeline and every generation of the store on disk. On a store game
+        servers share, the other live servers forget the player in the NPCs they own
+        when they next poll the store's record; the last of them finishes the purge
+        (``waiting`` in the report: the servers this one left it to)."""
         state = self.state
         live = state.registry.live_player(key)
         stored = state.stored.get(key)
@@ -247,43 +261,32 @@ class PrivacyService:
             name = live.identity.name
         elif isinstance(stored, PlayerDocument):
             name = stored.name
-        pattern = privacy_rules.mention_pattern([key] if name is None else [key, name])
-        assert pattern is not None
+        pattern = _pattern_of(key, name)
         store = self._privacy_store()
         pending = PendingForget(key=key, name=name)
         if store is not None:  # first: a crash from here on is finished by the restart
             self.persistence.run_on_store(lambda s: _set_pending(s, key, pending))
         counts: Counter[str] = Counter()
-        if live is not None:
-            state.registry.detach(live)
-            counts["player"] += 1
-        self.conversations.drop_jobs_of(key)
-        counts["jobs"] += self.conversations.drop_jobs_mentioning(pattern)
-        self.maintenance.drop_player(key)
-        for npc in self.npcs():
-            self._scrub(npc, key, pattern, counts)
-        self.relationships.standing.forget_player(key)
-        if state.stored.pop(key, None) is not None:
-            counts["player"] = 1
-        state.dirty.discard(key)
+        shared = self.persistence.shared if store is not None else None
+        before = set(state.dirty)
+        changed = self._forget_here(key, pattern, counts)
         report = ForgetReport(player=self.pseudonym(key), resumed=resumed)
         entry = self.persistence.entry(
             "forget", report.player, actor, details={"resumed": True} if resumed else None
         )
-        if store is not None:
+        if shared is not None:
+            self._keep_unowned_clean(changed, before)
+            if live is not None:  # this server owns the player's document
+                state.deleted.add(key)
+            entry.counts.update(counts)
+            waiting: list[int] = []
+            self.persistence.save(after=lambda s: waiting.extend(self._part_done(s, key, pattern, entry)))
+            report.waiting = waiting
+            counts.update({k: v for k, v in entry.counts.items() if k.startswith("files")})
+        elif store is not None:
 
             def finish(s: Store) -> None:
-                assert isinstance(s, PrivacyStore)
-                purged = s.purge(pattern, remove=[key])
-                entry.counts.update(files_removed=purged.removed, files_scrubbed=purged.scrubbed)
-                entry.counts.update(files_still_matching=len(purged.remaining))
-                if purged.segments_left:
-                    raise PrivacyError(
-                        f"{purged.segments_left} journal segments could not be folded: "
-                        f"{'; '.join(purged.journal)}; the forgetting finishes at the next start"
-                    )
-                s.append_audit(entry)  # before the pending record goes: a kill between repeats both
-                _set_pending(s, key, None)
+                self._purge(s, key, pattern, entry)
 
             entry.counts.update(counts)
             self.persistence.save(after=finish)
@@ -295,56 +298,136 @@ class PrivacyService:
         report.counts = dict(counts)
         return report
 
-    def _scrub(self, npc: NpcHandle, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> None:
-        """Take out of ``npc`` everything about ``key`` or naming the player."""
-        changed = False
-        bank = npc.bank
-        pair = bank.players.pop(key, None)
-        if pair is not None:
-            counts["memories"] += len(pair)
-            changed = True
-        if bank.milestones.pop(key, None) is not None:
-            changed = True
-        for held in (bank.world, *bank.players.values()):
-            removed = _filter_pair(held, lambda m: not privacy_rules.memory_mentions(pattern, m))
-            counts["memories"] += len(removed)
-            changed |= bool(removed)
-        if key in npc.relationships.by_player:
-            if npc.live:
-                self.relationships.forget(npc, key)
-            else:
-                del npc.relationships.by_player[key]
-            counts["relationships"] += 1
-            changed = True
-        working = npc.working
-        for table in (working.open, working.recent, working.conversations):
-            if table.pop(key, None) is not None:
-                counts["conversations"] += table is working.open
-                changed = True
-        for player, turns in list(working.open.items()):
-            kept_turns = [t for t in turns if not privacy_rules.mentions(pattern, t.text, t.speaker)]
-            if len(kept_turns) != len(turns):
-                working.open[player] = kept_turns
-                changed = True
-        for player, summaries in list(working.recent.items()):
-            kept_summaries = [
-                s for s in summaries if not privacy_rules.mentions(pattern, s.summary, s.conversation)
-            ]
-            if len(kept_summaries) != len(summaries):
-                working.recent[player] = kept_summaries
-                changed = True
-        extracted = [c for c in working.extracted if not privacy_rules.mentions(pattern, c)]
-        if len(extracted) != len(working.extracted):
-            working.extracted = extracted
-            changed = True
-        facts = npc.knowledge.facts
-        kept = [f for f in facts if f.subject != key and not privacy_rules.fact_mentions(pattern, f)]
-        if len(kept) != len(facts):
-            counts["facts"] += len(facts) - len(kept)
-            self.knowledge.replace_facts(npc, kept)
-            changed = True
+    def _forget_here(self, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> set[str]:
+        """Forget player ``key`` in this process: the live player, extraction work,
+        every live and stored NPC, faction standing; the keys of the NPCs changed."""
+        state = self.state
+        live = state.registry.live_player(key)
+        if live is not None:
+            state.registry.detach(live)
+            counts["player"] += 1
+        self.conversations.drop_jobs_of(key)
+        counts["jobs"] += self.conversations.drop_jobs_mentioning(pattern)
+        self.maintenance.drop_player(key)
+        changed = {npc.identity.key for npc in self.npcs() if self._scrub(npc, key, pattern, counts)}
+        self.relationships.standing.forget_player(key)
+        if state.stored.pop(key, None) is not None:
+            counts["player"] = 1
+        state.dirty.discard(key)
+        return changed
+
+    def _keep_unowned_clean(self, changed: set[str], before: set[str]) -> None:
+        """After :meth:`_forget_here` on a shared store: stored documents changed only
+        by the forgetting are not written from this process's (possibly stale) copies;
+        :meth:`_part_done` cleans their rows as the store holds them."""
+        state = self.state
+        for key in changed - before:
+            if state.registry.live(key) is None:
+                state.dirty.discard(key)
+
+    def _part_done(
+        self, store: Store, key: str, pattern: re.Pattern[str], entry: AuditEntry, *, first: bool = True
+    ) -> list[int]:
+        """On the writer thread, once this server's documents without the player are
+        written (``first``: just now): acknowledge its part and clean the documents no
+        live server owns (so none it adds later holds the player); then, if no server
+        is still to do its part and this one is to finish, clean them again (those of
+        servers gone meanwhile), purge the player from the store and close the record.
+        Returns the servers still waited for."""
+        assert isinstance(store, SharedStore) and isinstance(store, PrivacyStore)
+        if first:
+            store.acknowledge_forget(key)
+            _clean_free(store, key, pattern, entry)
+        waiting, finisher = store.forget_progress(key)
+        if waiting or not finisher:
+            log.info("forgetting %s: waiting for game servers %s", entry.target, waiting)
+            return waiting
+        if not first:
+            _clean_free(store, key, pattern, entry)
+        self._purge(store, key, pattern, entry)
+        return []
+
+    def _purge(self, store: Store, key: str, pattern: re.Pattern[str], entry: AuditEntry) -> None:
+        """Purge the player from every generation of ``store``, append the audit entry,
+        and close the pending record (on the writer thread)."""
+        assert isinstance(store, PrivacyStore)
+        purged = store.purge(pattern, remove=[key])
+        entry.counts.update(files_removed=purged.removed, files_scrubbed=purged.scrubbed)
+        entry.counts.update(files_still_matching=len(purged.remaining))
+        if purged.segments_left:
+            raise PrivacyError(
+                f"{purged.segments_left} journal segments could not be folded: "
+                f"{'; '.join(purged.journal)}; the forgetting finishes at the next start"
+            )
+        store.append_audit(entry)  # before the pending record goes: a kill between repeats both
+        _set_pending(store, key, None)
+
+    # ------------------------------------------------------------------ shared stores
+
+    def poll(self, store: Store) -> None:
+        """On the writer thread, once per snapshot round with a store game servers
+        share: read the world's pending forgetting (one small query); what this server
+        has not done its part of is applied by the next :meth:`tick`, what it has is
+        finished here once no other server is still to do its part."""
+        try:
+            assert isinstance(store, SharedStore) and isinstance(store, PrivacyStore)
+            pending = store.pending_forgets()
+            session = store.session
+            self._seen = [p for p in pending if session not in p.acks and p.key not in self._applying]
+            for record in pending:
+                if session in record.acks and record.key not in self._applying:
+                    pattern = _pattern_of(record.key, record.name)
+                    entry = self.persistence.entry("forget", self.pseudonym(record.key), "game server")
+                    self._part_done(store, record.key, pattern, entry, first=False)
+        except Exception:  # the next round polls again
+            log.exception("polling %r for pending forgetting failed", store)
+
+    def tick(self) -> None:
+        """Forget, in the NPCs this server owns, the players whose forgetting another
+        game server began (seen by :meth:`poll`): O(1) while there is none; the
+        documents changed are handed to the writer, which then acknowledges this
+        server's part. The tick never waits for the store."""
+        seen, self._seen = self._seen, []
+        for record in seen:
+            if record.key in self._applying:
+                continue
+            pattern = _pattern_of(record.key, record.name)
+            counts: Counter[str] = Counter()
+            before = set(self.state.dirty)
+            owned_player = self.state.registry.live_player(record.key) is not None
+            changed = self._forget_here(record.key, pattern, counts)
+            self._keep_unowned_clean(changed, before)
+            key, entry = record.key, self.persistence.entry(
+                "forget", self.pseudonym(record.key), "game server", counts=counts
+            )
+            self._applying.add(key)
+
+            def done(
+                store: Store, key: str = key, pattern: re.Pattern[str] = pattern, entry: AuditEntry = entry
+            ) -> None:
+                try:
+                    self._part_done(store, key, pattern, entry)
+                except Exception:
+                    log.exception("forgetting %s in this server's NPCs: acknowledging failed", entry.target)
+                finally:
+                    self._applying.discard(key)
+
+            written = [k for k in changed if k in self.state.dirty or self.state.registry.live(k) is not None]
+            self.persistence.write_soon(written, [key] if owned_player else [], after=done)
+
+    def _scrub(self, npc: NpcHandle, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> bool:
+        """Take out of ``npc`` everything about ``key`` or naming the player; whether anything went."""
+        replace, forget = self.knowledge.replace_facts, self._forget_relationship
+        changed = _scrub_components(npc, key, pattern, counts, replace, forget)
         if changed:
             self.state.mark(npc.identity.key)
+        return changed
+
+    def _forget_relationship(self, npc: NpcHandle, key: str) -> None:
+        if npc.live:
+            self.relationships.forget(npc, key)
+        else:
+            del npc.relationships.by_player[key]
 
     # ------------------------------------------------------------------ ending a game
 
@@ -648,6 +731,93 @@ class PrivacyService:
         facts = [marked if f.id == learned.id else f for f in target.knowledge.facts]
         self.knowledge.replace_facts(target, facts)
         return learned.id
+
+
+def _scrub_components(
+    npc: NpcHandle,
+    key: str,
+    pattern: re.Pattern[str],
+    counts: Counter[str],
+    replace_facts: Callable[[NpcHandle, list[Fact]], None],
+    forget_relationship: Callable[[NpcHandle, str], None],
+) -> bool:
+    """Take out of ``npc`` everything about ``key`` or naming the player (``pattern``);
+    whether anything went. Facts and relationships change through the given calls."""
+    changed = False
+    bank = npc.bank
+    pair = bank.players.pop(key, None)
+    if pair is not None:
+        counts["memories"] += len(pair)
+        changed = True
+    if bank.milestones.pop(key, None) is not None:
+        changed = True
+    for held in (bank.world, *bank.players.values()):
+        removed = _filter_pair(held, lambda m: not privacy_rules.memory_mentions(pattern, m))
+        counts["memories"] += len(removed)
+        changed |= bool(removed)
+    if key in npc.relationships.by_player:
+        forget_relationship(npc, key)
+        counts["relationships"] += 1
+        changed = True
+    working = npc.working
+    for table in (working.open, working.recent, working.conversations):
+        if table.pop(key, None) is not None:
+            counts["conversations"] += table is working.open
+            changed = True
+    for player, turns in list(working.open.items()):
+        kept_turns = [t for t in turns if not privacy_rules.mentions(pattern, t.text, t.speaker)]
+        if len(kept_turns) != len(turns):
+            working.open[player] = kept_turns
+            changed = True
+    for player, summaries in list(working.recent.items()):
+        kept_summaries = [
+            s for s in summaries if not privacy_rules.mentions(pattern, s.summary, s.conversation)
+        ]
+        if len(kept_summaries) != len(summaries):
+            working.recent[player] = kept_summaries
+            changed = True
+    extracted = [c for c in working.extracted if not privacy_rules.mentions(pattern, c)]
+    if len(extracted) != len(working.extracted):
+        working.extracted = extracted
+        changed = True
+    facts = npc.knowledge.facts
+    kept = [f for f in facts if f.subject != key and not privacy_rules.fact_mentions(pattern, f)]
+    if len(kept) != len(facts):
+        counts["facts"] += len(facts) - len(kept)
+        replace_facts(npc, kept)
+        changed = True
+    return changed
+
+
+
+def _pattern_of(key: str, name: str | None) -> re.Pattern[str]:
+    """Finds the key or name (if known) of player ``key``."""
+    pattern = privacy_rules.mention_pattern([key] if name is None else [key, name])
+    assert pattern is not None
+    return pattern
+
+
+def _clean_free(store: SharedStore, key: str, pattern: re.Pattern[str], entry: AuditEntry) -> None:
+    """Forget player ``key`` in the NPC documents no live game server owns, as the
+    store holds them (on the writer thread); counted in ``entry``."""
+    taken = store.take_free(pattern)
+    cleaned: Counter[str] = Counter()
+    for document in taken:
+        handle = handle_of(document)
+        assert isinstance(handle, NpcHandle)
+        _scrub_components(handle, key, pattern, cleaned, _set_facts, _drop_relationship)
+    if taken:
+        store.write([encode_document(d) for d in taken])
+    entry.counts["documents_cleaned"] = entry.counts.get("documents_cleaned", 0) + len(taken)
+
+
+def _set_facts(npc: NpcHandle, facts: list[Fact]) -> None:
+    """``npc`` (a stored document's handle) now knows ``facts``."""
+    npc.knowledge.facts = facts
+
+
+def _drop_relationship(npc: NpcHandle, key: str) -> None:
+    del npc.relationships.by_player[key]
 
 
 def _filter_pair(pair: PairMemories, keep: Callable[[Memory], bool]) -> list[Memory]:
