@@ -107,6 +107,10 @@ class PrivacyStore(Store, Protocol):
         """The salt of the pseudonyms in the audit log."""
         ...
 
+    def set_audit_salt(self, salt: bytes) -> None:
+        """Make ``salt`` the salt of the pseudonyms (a copied world keeps its own)."""
+        ...
+
 
 @runtime_checkable
 class JournalStore(Store, Protocol):

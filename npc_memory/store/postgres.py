@@ -491,6 +491,16 @@ class PostgresStore:
         ).fetchone()
         return [] if row is None else self._decode_with(_pending_decoder, "pending forgetting", row[0])
 
+    def set_audit_salt(self, salt: bytes) -> None:
+        """Make ``salt`` the world's audit salt (a world copied here keeps its pseudonyms)."""
+        self._run(
+            lambda conn: conn.execute(
+                "INSERT INTO npc_memory_privacy (world, salt) VALUES (%s, %s) "
+                "ON CONFLICT (world) DO UPDATE SET salt = excluded.salt",
+                (self.world, salt),
+            )
+        )
+
     def purge(self, pattern: re.Pattern[str], remove: Sequence[str] = ()) -> PurgeReport:
         """Leave no row of the world that ``pattern`` finds, nor an older version of one.
 
