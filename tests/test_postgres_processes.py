@@ -240,3 +240,19 @@ def test_a_server_starting_with_a_forgetting_pending_does_its_part_before_servin
         assert village.traces(KEY, NAME) == []
         command(there, f"check {KEY} {NAME}", "clean")
         command(there, "exit")
+
+
+def test_an_npc_given_up_unchanged_meanwhile_is_cleaned_when_a_server_that_did_its_part_adds_it(
+    village: Backend,
+) -> None:
+    with running("holder", village.url or "", village.world, "npc1,npc2") as there:
+        session = int(expect(there, "ok"))
+        here = npc_memory.install(world="here", store=village.store(), seed=2)
+        assert here.forget_player(KEY).waiting == [session]
+        command(there, "remove npc1")  # given up before the other server polled: the row still knows the player
+        here.add_npc(key="npc1")
+        assert mentions(here, "npc1") == []
+        command(there, "step")
+        here.save()
+        assert village.traces(KEY, NAME) == []
+        command(there, "exit")

@@ -191,6 +191,8 @@ class PersistenceService:
         self.poll: Callable[[Store], None] | None = None
         """Run with the store on the writer thread after each round's (or save's) last
         batch, where game servers share the store (they poll it for work)."""
+        self.claimed: Callable[[Document], None] | None = None
+        """Called with each document claimed from a shared store, before it is served."""
 
     def _seed(self, versions: Mapping[str, int]) -> None:
         """Let the writer patch the loaded documents rather than rewrite them whole:
@@ -236,6 +238,8 @@ class PersistenceService:
         if document is None:
             self.state.stored.pop(key, None)
         else:
+            if self.claimed is not None:
+                self.claimed(document)
             self.state.stored[key] = document
 
     def forget(self, key: str, actor: str = "plugin") -> None:

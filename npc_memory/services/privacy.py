@@ -48,6 +48,7 @@ from npc_memory.services.relationships import RelationshipService
 from npc_memory.state import WorldState
 from npc_memory.store import (
     AuditEntry,
+    Document,
     NpcDocument,
     PendingForget,
     PlayerDocument,
@@ -143,8 +144,12 @@ class PrivacyService:
         (set by :meth:`poll` on the writer thread, taken by :meth:`tick`)."""
         self._applying: set[str] = set()
         """Players forgotten here by :meth:`tick` whose acknowledgement is not yet written."""
+        self._known: list[PendingForget] = []
+        """The world's pending forgetting as last seen: an NPC claimed meanwhile (whose
+        row another server may have given up unchanged) is cleaned before it is served."""
         if persistence.shared is not None and isinstance(persistence.store, PrivacyStore):
             persistence.poll = self.poll
+            persistence.claimed = self._claimed
 
     # ------------------------------------------------------------------ shared
 
@@ -266,6 +271,7 @@ class PrivacyService:
         pending = PendingForget(key=key, name=name)
         if store is not None:  # first: a crash from here on is finished by the restart
             self.persistence.run_on_store(lambda s: _set_pending(s, key, pending))
+            self._known = [*(p for p in self._known if p.key != key), pending]
         counts: Counter[str] = Counter()
         shared = self.persistence.shared if store is not None else None
         before = set(state.dirty)
@@ -372,6 +378,7 @@ class PrivacyService:
         try:
             assert isinstance(store, SharedStore) and isinstance(store, PrivacyStore)
             pending = store.pending_forgets()
+            self._known = pending
             session = store.session
             self._seen = [p for p in pending if session not in p.acks and p.key not in self._applying]
             for record in pending:
@@ -381,6 +388,16 @@ class PrivacyService:
                     self._part_done(store, record.key, pattern, entry, first=False)
         except Exception:  # the next round polls again
             log.exception("polling %r for pending forgetting failed", store)
+
+    def _claimed(self, document: Document) -> None:
+        """Clean an NPC document just claimed from the shared store of every player
+        whose forgetting is pending (O(1) while there is none)."""
+        if not self._known or not isinstance(document, NpcDocument):
+            return
+        counts: Counter[str] = Counter()
+        for record in list(self._known):
+            if _scrub_document(document, record.key, _pattern_of(record.key, record.name), counts):
+                self.state.mark(document.key)
 
     def tick(self) -> None:
         """Forget, in the NPCs this server owns, the players whose forgetting another
@@ -803,12 +820,17 @@ def _clean_free(store: SharedStore, key: str, pattern: re.Pattern[str], entry: A
     taken = store.take_free(pattern)
     cleaned: Counter[str] = Counter()
     for document in taken:
-        handle = handle_of(document)
-        assert isinstance(handle, NpcHandle)
-        _scrub_components(handle, key, pattern, cleaned, _set_facts, _drop_relationship)
+        _scrub_document(document, key, pattern, cleaned)
     if taken:
         store.write([encode_document(d) for d in taken])
     entry.counts["documents_cleaned"] = entry.counts.get("documents_cleaned", 0) + len(taken)
+
+
+def _scrub_document(document: Document, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> bool:
+    """:func:`_scrub_components` on a stored NPC document (not in the live world)."""
+    handle = handle_of(document)
+    assert isinstance(handle, NpcHandle)
+    return _scrub_components(handle, key, pattern, counts, _set_facts, _drop_relationship)
 
 
 def _set_facts(npc: NpcHandle, facts: list[Fact]) -> None:
