@@ -514,3 +514,28 @@ def test_ending_a_game_and_withdrawing_consent_wait_for_the_other_game_servers(
         npc_memory.uninstall("there")
     assert here.end_game().counts["memories"] > 0  # the one server left
     npc_memory.uninstall("here")
+
+
+def test_the_servers_of_a_world_acknowledge_a_forgetting_and_the_first_of_them_finishes_it(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    here, there = open_store(stores, url, world), open_store(stores, url, world)
+    for key in ("hilda", "gerda", "ivo"):
+        here.release_on_write(key)
+    here.write([encode_document(npc("hilda")), encode_document(npc("gerda")), encode_document(npc("ivo", memories=0))])
+    there.claim("gerda", "npc")  # the other server owns gerda
+    assert here.forget_progress("alice") == ([], None)  # no such forgetting
+    here.set_pending_forgets([PendingForget(key="alice", name="Alice")])
+    here.acknowledge_forget("alice")
+    here.acknowledge_forget("alice")  # (once is enough)
+    assert here.pending_forgets() == [PendingForget(key="alice", name="Alice", acks=(here.session,))]
+    assert here.forget_progress("alice") == there.forget_progress("alice") == ([there.session], here.session)
+    taken = here.take_free(privacy_rules.mention_pattern(["alice"]))  # type: ignore[arg-type]
+    assert sorted(d.key for d in taken) == ["hilda", "ivo"]  # not gerda: owned by a live server
+    assert {"hilda", "ivo"} <= set(here.versions()) and here.owner_of("hilda") == here.session
+    here.write([encode_document(d) for d in taken])  # ... given up with their next write
+    assert here.owner_of("hilda") is None and here.owner_of("gerda") == there.session
+    there.acknowledge_forget("alice")
+    assert there.forget_progress("alice") == ([], here.session)
+    here.close()  # the first server goes: the next one that did its part finishes
+    assert there.forget_progress("alice") == ([], there.session)

@@ -345,9 +345,9 @@ class PrivacyService:
             store.acknowledge_forget(key)
             _clean_free(store, key, pattern, entry)
         waiting, finisher = store.forget_progress(key)
-        if waiting or not finisher:
-            log.info("forgetting %s: waiting for game servers %s", entry.target, waiting)
-            return waiting
+        if waiting or finisher != store.session:
+            log.info("forgetting %s: left to game servers %s", entry.target, waiting or [finisher])
+            return waiting or ([] if finisher is None else [finisher])
         if not first:
             _clean_free(store, key, pattern, entry)
         self._purge(store, key, pattern, entry)
@@ -855,8 +855,16 @@ def _filter_pair(pair: PairMemories, keep: Callable[[Memory], bool]) -> list[Mem
 
 
 def _set_pending(store: Store, key: str, pending: PendingForget | None) -> None:
+    """Record ``pending`` as the forgetting of ``key`` (``None``: finished). A record
+    already there is kept, with the game servers that have done their part."""
     assert isinstance(store, PrivacyStore)
-    others = [p for p in store.pending_forgets() if p.key != key]
+    records = store.pending_forgets()
+    held = next((p for p in records if p.key == key), None)
+    if pending is not None and held is not None:
+        pending = msgspec.structs.replace(held, name=held.name or pending.name)
+        if pending == held:
+            return
+    others = [p for p in records if p.key != key]
     store.set_pending_forgets(others if pending is None else [*others, pending])
 
 

@@ -164,10 +164,10 @@ class SharedStore(Store, Protocol):
         """Record in ``key``'s pending forgetting that this server has done its part."""
         ...
 
-    def forget_progress(self, key: str) -> tuple[list[int], bool]:
+    def forget_progress(self, key: str) -> tuple[list[int], int | None]:
         """The live game servers owning documents that have not done their part of
-        ``key``'s forgetting yet, and whether this server is the one to finish it
-        (the first live server that did its part)."""
+        ``key``'s forgetting yet, and the one to finish it (the first live server
+        that did its part; ``None``: none, or no such forgetting)."""
         ...
 
     def take_free(self, pattern: re.Pattern[str]) -> list[Document]:

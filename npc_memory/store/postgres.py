@@ -438,12 +438,12 @@ class PostgresStore:
 
         self._run(acknowledge)
 
-    def forget_progress(self, key: str) -> tuple[list[int], bool]:
+    def forget_progress(self, key: str) -> tuple[list[int], int | None]:
         """The live sessions owning documents of the world that have not acknowledged
-        ``key``'s forgetting, and whether this session is the one to finish it: the
-        live acknowledged session with the lowest id (one query)."""
+        ``key``'s forgetting, and the one to finish it: the live acknowledged session
+        with the lowest id (``None``: none, or no such forgetting); one query."""
 
-        def progress(conn: psycopg.Connection[Any]) -> tuple[list[int], bool]:
+        def progress(conn: psycopg.Connection[Any]) -> tuple[list[int], int | None]:
             row = conn.execute(
                 "SELECT p.pending::text, live.ids, coalesce((SELECT array_agg(DISTINCT d.owner) "
                 "FROM npc_memory_documents d WHERE d.world = p.world AND d.owner = ANY(live.ids)), '{}') "
@@ -451,15 +451,15 @@ class PostgresStore:
                 (self.world,),
             ).fetchone()
             if row is None:
-                return [], False
+                return [], None
             pending = self._decode_with(_pending_decoder, "pending forgetting", row[0])
             record = next((p for p in pending if p.key == key), None)
             if record is None:
-                return [], False
+                return [], None
             live, owners = set(row[1]), list(row[2])
             acked = sorted(set(record.acks) & live)
             waiting = [int(owner) for owner in owners if owner not in record.acks]
-            return waiting, bool(acked) and acked[0] == self.session
+            return waiting, acked[0] if acked else None
 
         return self._run(progress)
 
