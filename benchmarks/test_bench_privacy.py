@@ -99,3 +99,45 @@ def test_decay_visit_of_one_pair(benchmark, retention: bool, cleanup: None) -> N
     for i in range(200):
         plugin.remember("npc", "alice", f"Alice did thing {i}", tags=["trade"], importance=0.9, locked=True)
     benchmark(plugin._maintenance.decay_pair, "npc", "alice")
+
+
+def test_the_tick_that_forgets_a_player_another_game_server_forgot(benchmark, saved_world: Backend, tmp_path: Path, cleanup: None) -> None:  # type: ignore[no-untyped-def]
+    """On a shared PostgreSQL world: the one tick in which this server, having polled the
+    record another server made, forgets the player in its 200 live NPCs and hands the
+    changed documents to the writer (the writer's work, and its acknowledgement, follow
+    off the tick)."""
+    if not saved_world.postgres:
+        pytest.skip("forgetting begun by another game server: a PostgreSQL world")
+    from npc_memory.store import PendingForget
+
+    copies = itertools.count()
+
+    def setup() -> tuple[tuple[npc_memory.MemoryPlugin], dict[str, object]]:
+        uninstall_all()
+        copy = saved_world.copy(tmp_path / f"copy{next(copies)}.db")
+        plugin = npc_memory.install(world="bench-forget", store=copy.store(), seed=1)
+        for n in range(NPCS):
+            plugin.add_npc(key=f"npc{n:03d}")
+        recorder = copy.store()
+        recorder.set_pending_forgets([PendingForget(key="player07", name="Person07")])
+        recorder.close()
+        plugin.save()  # its poll finds the record
+        assert plugin._privacy._seen
+        return (plugin,), {}
+
+    def tick(plugin: npc_memory.MemoryPlugin) -> None:
+        plugin._privacy.tick()
+
+    benchmark.pedantic(tick, setup=setup, rounds=3)
+    uninstall_all()
+
+
+def test_the_poll_of_a_shared_world_with_nothing_pending(benchmark, saved_world: Backend, cleanup: None) -> None:  # type: ignore[no-untyped-def]
+    """What each snapshot round adds on the writer thread of a server on a shared
+    PostgreSQL world: one read of the world's privacy row."""
+    if not saved_world.postgres:
+        pytest.skip("the poll of a shared world: a PostgreSQL world")
+    plugin = npc_memory.install(world="bench-poll", store=saved_world.store(), seed=1)
+    store = plugin._persistence.store
+    benchmark(plugin._privacy.poll, store)
+    uninstall_all()

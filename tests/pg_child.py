@@ -6,7 +6,8 @@ commands on standard input ("remember TEXT", "remove", "exit"), answering each w
 
 ``holder URL WORLD NPCS``: adds the NPCs of the comma-separated NPCS (as stored), saves
 and says "ok SESSION", then follows the commands on standard input: "step" (save, which
-polls the store, one tick, save again), "remove KEY" (and save), "check KEY NAME" (says "clean" when nothing the
+polls the store, ticks until the
+server has done its part of any forgetting it found, save again), "remove KEY" (and save), "check KEY NAME" (says "clean" when nothing the
 server holds, live or stored, names the player, else "holds"), "exit".
 
 ``crash URL WORLD``: the world of crash_child.py (snapshots constantly until killed;
@@ -61,6 +62,8 @@ def holder(url: str, world: str, npcs: str) -> None:
             plugin.save()
             esper.switch_world(world)
             esper.process(1.0)
+            while plugin._privacy._work is not None:
+                esper.process(1.0)
             plugin.save()
             say("ok")
         elif command == "remove":

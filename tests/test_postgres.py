@@ -5,6 +5,7 @@ runs in test_store_contract.py; several processes in test_postgres_processes.py.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import socket
@@ -539,3 +540,41 @@ def test_the_servers_of_a_world_acknowledge_a_forgetting_and_the_first_of_them_f
     assert there.forget_progress("alice") == ([], here.session)
     here.close()  # the first server goes: the next one that did its part finishes
     assert there.forget_progress("alice") == ([], there.session)
+
+
+def test_a_forgetting_another_server_began_is_applied_a_budgeted_slice_per_tick(
+    url: str, world: str, tmp_path: Path
+) -> None:
+    from npc_memory.content import load_pack, validate_pack
+
+    from .conftest import tick
+    from .privacy_world import KEY, NAME, Backend, build, mentions
+
+    backend = Backend(tmp_path, url)
+    setup = npc_memory.install(world="setup", store=backend.store(), seed=2)
+    build(setup, npcs=6)
+    npc_memory.uninstall("setup")
+    data = load_pack("village").model_dump()
+    data["budgets"].update(snapshot_tick_ms=0.000001)  # (at most one NPC a tick)
+    there = npc_memory.install(world="there", pack=validate_pack(data), store=backend.store(), seed=2)
+    here = npc_memory.install(world="here", store=backend.store(), seed=2)
+    try:
+        npcs = [f"npc{i}" for i in range(6)]
+        for key in npcs:
+            there.add_npc(key=key)
+        session = there._persistence.shared.session  # type: ignore[union-attr]
+        assert here.forget_player(KEY).waiting == [session]
+        there.save()  # it polls the record
+        ticks, cleaned = 0, [0]
+        while ticks == 0 or there._privacy._work is not None:
+            tick("there")
+            ticks += 1
+            cleaned.append(sum(not mentions(there, key) for key in npcs))
+        assert all(b - a <= 1 for a, b in itertools.pairwise(cleaned))  # never more than one a tick
+        assert cleaned[-1] == len(npcs) and ticks > 2 * len(npcs)  # every NPC, then a pass over their facts
+        there.save()  # its part is acknowledged (and it finishes, or the other server at its next round)
+        here.save()
+        assert backend.traces(KEY, NAME) == []
+    finally:
+        npc_memory.uninstall("there")
+        npc_memory.uninstall("here")

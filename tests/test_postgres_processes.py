@@ -20,7 +20,7 @@ from npc_memory.errors import StoreOwnedError
 from npc_memory.store import NpcDocument, PendingForget
 from npc_memory.store.postgres import PostgresStore
 from tests.postgres import new_world, pg_url, wait_until_free
-from tests.privacy_world import KEY, NAME, Backend, build
+from tests.privacy_world import KEY, NAME, Backend, build, mentions
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20
@@ -172,12 +172,6 @@ def village(url: str, tmp_path: Path) -> Iterator[Backend]:
     for name in ("here", "late"):
         if name in npc_memory.installation._INSTALLED:
             npc_memory.uninstall(name)
-
-
-def mentions(plugin: npc_memory.MemoryPlugin, npc: str) -> list[str]:
-    """What ``npc`` (live in ``plugin``) remembers or knows that names the player."""
-    held = [m.content for m in plugin.memories(npc)] + [f.content for f in plugin.facts(npc)]
-    return [text for text in held if KEY in text or NAME in text]
 
 
 def test_a_player_forgotten_on_one_server_is_forgotten_by_another_one_running(village: Backend) -> None:

@@ -22,8 +22,10 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections import Counter
+import time
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -46,6 +48,7 @@ from npc_memory.services.memories import MemoryService
 from npc_memory.services.persistence import PersistenceService, handle_of
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.state import WorldState
+from npc_memory.state.tick import TickShare
 from npc_memory.store import (
     AuditEntry,
     Document,
@@ -118,6 +121,22 @@ class ClonePlan(msgspec.Struct, kw_only=True):
     copied: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
+@dataclass
+class _RemoteForget:
+    """This server's part, under way, of a forgetting another game server began."""
+
+    key: str
+    pattern: re.Pattern[str]
+    owned_player: bool
+    before: set[str]
+    """Keys dirty when it began (stored ones among them are this server's to write)."""
+    counts: Counter[str] = field(default_factory=Counter)
+    queue: deque[str] = field(default_factory=deque)
+    changed: set[str] = field(default_factory=set)
+    found: bool = True
+    """Whether the pass under way has found anything yet (the first pass counts as found)."""
+
+
 class PrivacyService:
     """The privacy operations of one plugin (arguments arrive checked by the facade)."""
 
@@ -144,6 +163,9 @@ class PrivacyService:
         (set by :meth:`poll` on the writer thread, taken by :meth:`tick`)."""
         self._applying: set[str] = set()
         """Players forgotten here by :meth:`tick` whose acknowledgement is not yet written."""
+        self._work: _RemoteForget | None = None
+        """This server's part of a forgetting another server began, under way."""
+        self._share: TickShare | None = None
         self._known: list[PendingForget] = []
         """The world's pending forgetting as last seen: an NPC claimed meanwhile (whose
         row another server may have given up unchanged) is cleaned before it is served."""
@@ -307,20 +329,28 @@ class PrivacyService:
     def _forget_here(self, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> set[str]:
         """Forget player ``key`` in this process: the live player, extraction work,
         every live and stored NPC, faction standing; the keys of the NPCs changed."""
-        state = self.state
-        live = state.registry.live_player(key)
+        self._begin_forgetting(key, pattern, counts)
+        changed = {npc.identity.key for npc in self.npcs() if self._scrub(npc, key, pattern, counts)}
+        self._end_forgetting(key, counts)
+        return changed
+
+    def _begin_forgetting(self, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> None:
+        """The live player and the extraction work about them go first."""
+        live = self.state.registry.live_player(key)
         if live is not None:
-            state.registry.detach(live)
+            self.state.registry.detach(live)
             counts["player"] += 1
         self.conversations.drop_jobs_of(key)
         counts["jobs"] += self.conversations.drop_jobs_mentioning(pattern)
         self.maintenance.drop_player(key)
-        changed = {npc.identity.key for npc in self.npcs() if self._scrub(npc, key, pattern, counts)}
+
+    def _end_forgetting(self, key: str, counts: Counter[str]) -> None:
+        """The faction standing kept for the player and their stored document go."""
+        state = self.state
         self.relationships.standing.forget_player(key)
         if state.stored.pop(key, None) is not None:
             counts["player"] = 1
         state.dirty.discard(key)
-        return changed
 
     def _keep_unowned_clean(self, changed: set[str], before: set[str]) -> None:
         """After :meth:`_forget_here` on a shared store: stored documents changed only
@@ -400,37 +430,95 @@ class PrivacyService:
                 self.state.mark(document.key)
 
     def tick(self) -> None:
-        """Forget, in the NPCs this server owns, the players whose forgetting another
-        game server began (seen by :meth:`poll`): O(1) while there is none; the
-        documents changed are handed to the writer, which then acknowledges this
-        server's part. The tick never waits for the store."""
-        seen, self._seen = self._seen, []
-        for record in seen:
-            if record.key in self._applying:
-                continue
-            pattern = _pattern_of(record.key, record.name)
-            counts: Counter[str] = Counter()
-            before = set(self.state.dirty)
-            owned_player = self.state.registry.live_player(record.key) is not None
-            changed = self._forget_here(record.key, pattern, counts)
-            self._keep_unowned_clean(changed, before)
-            key, entry = record.key, self.persistence.entry(
-                "forget", self.pseudonym(record.key), "game server", counts=counts
-            )
-            self._applying.add(key)
+        """Forget, in the NPCs this server holds, the players whose forgetting another
+        game server began (seen by :meth:`poll`), a few NPCs per tick within the
+        snapshot budget (``snapshot_tick_ms``; at least one): O(1) while there is none.
+        Passes over every NPC are made until one finds nothing left (meanwhile gossip may
+        copy a fact from an NPC not yet cleaned to one that was, and a conversation with
+        the player an NPC still had open may end and be extracted); before each pass
+        after the first, the extraction work about the player is dropped again. The
+        documents changed then go to the writer, which acknowledges this server's part.
+        The tick never waits for the store."""
+        work = self._work
+        if work is None:
+            while self._seen and work is None:
+                record = self._seen.pop(0)
+                if record.key not in self._applying:
+                    work = self._begin_remote(record)
+            if work is None:
+                return
+        if self._share is None:
+            self._share = self.state.tick.share(self.state.pack.budgets.snapshot_tick_ms)
+        deadline = self._share.deadline()
+        if deadline is None:
+            return
+        while work.queue:
+            npc = self._handle(work.queue.popleft())
+            if npc is not None and self._scrub(npc, work.key, work.pattern, work.counts):
+                work.changed.add(npc.identity.key)
+                work.found = True
+            if time.perf_counter() >= deadline:
+                return
+        if work.found:  # another pass, until one finds nothing
+            work.found = False
+            self.conversations.drop_jobs_of(work.key)  # (results of conversations ended meanwhile)
+            work.queue.extend(self._npc_keys())
+            return
+        self._finish_remote(work)
 
-            def done(
-                store: Store, key: str = key, pattern: re.Pattern[str] = pattern, entry: AuditEntry = entry
-            ) -> None:
-                try:
-                    self._part_done(store, key, pattern, entry)
-                except Exception:
-                    log.exception("forgetting %s in this server's NPCs: acknowledging failed", entry.target)
-                finally:
-                    self._applying.discard(key)
+    def _npc_keys(self) -> list[str]:
+        """Keys of every live and stored NPC (once per pass of a forgetting)."""
+        stored = [k for k, d in self.state.stored.items() if isinstance(d, NpcDocument)]
+        return [*self.state.registry.npc_keys(), *stored]
 
-            written = [k for k in changed if k in self.state.dirty or self.state.registry.live(k) is not None]
-            self.persistence.write_soon(written, [key] if owned_player else [], after=done)
+    def _handle(self, key: str) -> NpcHandle | None:
+        """NPC ``key``, live or stored, as it is now (``None``: gone meanwhile)."""
+        live = self.state.registry.live(key)
+        if isinstance(live, NpcHandle):
+            return live
+        document = self.state.stored.get(key)
+        if not isinstance(document, NpcDocument):
+            return None
+        handle = handle_of(document)
+        assert isinstance(handle, NpcHandle)
+        return handle
+
+    def _begin_remote(self, record: PendingForget) -> _RemoteForget:
+        """Start this server's part of a forgetting another server began: the live
+        player, extraction work, standing at once; the NPCs over the next ticks."""
+        pattern = _pattern_of(record.key, record.name)
+        work = _RemoteForget(
+            key=record.key,
+            pattern=pattern,
+            owned_player=self.state.registry.live_player(record.key) is not None,
+            before=set(self.state.dirty),
+        )
+        self._begin_forgetting(record.key, pattern, work.counts)
+        self._end_forgetting(record.key, work.counts)
+        work.queue.extend(self._npc_keys())
+        self._applying.add(record.key)
+        self._work = work
+        return work
+
+    def _finish_remote(self, work: _RemoteForget) -> None:
+        """Hand the documents this server's part changed to the writer; it then
+        acknowledges the part (and finishes the forgetting, if it is the one to)."""
+        self._work = None
+        self._keep_unowned_clean(work.changed, work.before)
+        entry = self.persistence.entry("forget", self.pseudonym(work.key), "game server", counts=work.counts)
+        key, pattern = work.key, work.pattern
+
+        def done(store: Store) -> None:
+            try:
+                self._part_done(store, key, pattern, entry)
+            except Exception:
+                log.exception("forgetting %s in this server's NPCs: acknowledging failed", entry.target)
+            finally:
+                self._applying.discard(key)
+
+        state = self.state
+        written = [k for k in work.changed if k in state.dirty or state.registry.live(k) is not None]
+        self.persistence.write_soon(written, [key] if work.owned_player else [], after=done)
 
     def _scrub(self, npc: NpcHandle, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> bool:
         """Take out of ``npc`` everything about ``key`` or naming the player; whether anything went."""
