@@ -289,9 +289,13 @@ class PersistenceService:
     def write_soon(
         self, keys: Collection[str], deletions: Collection[str], after: Callable[[Store], None]
     ) -> None:
-        """Hand the documents of ``keys`` as they are now and the deletion of
-        ``deletions`` to the writer, then ``after``; returns at once (O(len(keys)))."""
+        """Hand the documents of ``keys`` and the deletion of ``deletions`` to the
+        writer, then ``after``; returns at once. The writer captures the documents
+        where it can (see :attr:`capture_on_writer`), else this thread does now."""
         if self.writer is None:
+            return
+        if self.capture_on_writer:
+            self.writer.submit(WriteBatch(keys=list(keys), deletions=sorted(deletions), after=after))
             return
         now = self.state.clock.now
         captures = [c for c in (self._capture(key, now) for key in keys) if c is not None]
