@@ -496,12 +496,9 @@ def test_a_schema_1_database_gains_the_privacy_table_on_open(url: str, world: st
 def test_ending_a_game_and_withdrawing_consent_wait_for_the_other_game_servers(
     url: str, world: str, tmp_path: Path
 ) -> None:
-    from .privacy_world import KEY, NAME, Backend, build
+    from .privacy_world import KEY, NAME, built
 
-    backend = Backend(tmp_path, url)
-    setup = npc_memory.install(world="setup", store=backend.store(), seed=2)
-    build(setup, npcs=3)
-    npc_memory.uninstall("setup")
+    backend = built(tmp_path, url, npcs=3)
     here = npc_memory.install(world="here", store=backend.store(), seed=2)
     there = npc_memory.install(world="there", store=backend.store(), seed=2)
     try:
@@ -548,12 +545,9 @@ def test_a_forgetting_another_server_began_is_applied_a_budgeted_slice_per_tick(
     from npc_memory.content import load_pack, validate_pack
 
     from .conftest import tick
-    from .privacy_world import KEY, NAME, Backend, build, mentions
+    from .privacy_world import KEY, NAME, built, mentions
 
-    backend = Backend(tmp_path, url)
-    setup = npc_memory.install(world="setup", store=backend.store(), seed=2)
-    build(setup, npcs=6)
-    npc_memory.uninstall("setup")
+    backend = built(tmp_path, url, npcs=6)
     data = load_pack("village").model_dump()
     data["budgets"].update(snapshot_tick_ms=0.000001)  # (at most one NPC a tick)
     there = npc_memory.install(world="there", pack=validate_pack(data), store=backend.store(), seed=2)

@@ -20,7 +20,7 @@ from npc_memory.errors import StoreOwnedError
 from npc_memory.store import NpcDocument, PendingForget
 from npc_memory.store.postgres import PostgresStore
 from tests.postgres import new_world, pg_url, wait_until_free
-from tests.privacy_world import KEY, NAME, Backend, build, mentions
+from tests.privacy_world import KEY, NAME, Backend, built, mentions
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20
@@ -163,12 +163,7 @@ def test_sigkill_of_a_writing_process_loses_nothing_acknowledged(url: str, world
 def village(url: str, tmp_path: Path) -> Iterator[Backend]:
     """A PostgreSQL world of 4 NPCs that all hold the player KEY (memories, facts and
     their gossip copies, relationships, conversations, extraction jobs)."""
-    backend = Backend(tmp_path, url)
-    setup = npc_memory.install(world="setup", store=backend.store(), seed=2)
-    build(setup, npcs=4)
-    setup.save()
-    npc_memory.uninstall("setup")
-    yield backend
+    yield built(tmp_path, url, npcs=4)
     for name in ("here", "late"):
         if name in npc_memory.installation._INSTALLED:
             npc_memory.uninstall(name)

@@ -10,11 +10,15 @@ record removed; a restart that finds it forgets the player again (idempotent) an
 audit log says the forgetting was resumed. Audit entries name players by a salted
 pseudonym, never by key or name.
 
-On a store several game servers share, the operations that change every NPC's document
-(forgetting, ending a game, withdrawn consent) are refused while another server owns
-documents of the world (it holds those NPCs, and would keep what they know): they run on
-the one server left, or from ``npc-memory`` once the servers have stopped. A forgetting
-a restart finds unfinished waits for the same.
+On a store several game servers share, forgetting runs while they all do: the pending
+record is shared; each server forgets the player in what it holds (one that did not
+begin it finds the record when it polls the store after a snapshot round, and works
+through its NPCs a budgeted slice per tick) and records its part; the first live server
+that did its part finishes the purge once no live server owning documents is still to
+do its own (one that died owns nothing: its rows are cleaned from the store). Ending a
+game and withdrawn consent are still refused while another server owns documents of the
+world: they run on the one server left, or from ``npc-memory`` once the servers have
+stopped.
 """
 
 from __future__ import annotations

@@ -38,6 +38,10 @@ it) and the salt of the audit log's pseudonyms (made once per world, so a player
 their pseudonym across runs and game servers). :meth:`PostgresStore.purge` deletes the
 forgotten player's row, redacts every audit entry that names them and then vacuums the
 tables, so no query reaches a row version PostgreSQL kept after an update or a delete.
+While game servers share the world, each records in the pending forgetting that it has
+done its part (:meth:`PostgresStore.acknowledge_forget`); :meth:`PostgresStore.forget_progress`
+says who is still to and who finishes, and :meth:`PostgresStore.take_free` hands over the
+rows no live server owns, to be cleaned.
 (Their bytes may stay in the table files until PostgreSQL reuses the space, and the
 write-ahead log and backups keep history by the server's settings: for erasure on disk
 run ``VACUUM FULL`` on the tables and let the log and backups age out.)
