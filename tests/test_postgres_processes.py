@@ -19,11 +19,14 @@ import npc_memory
 from npc_memory.errors import StoreOwnedError
 from npc_memory.store import NpcDocument, PendingForget
 from npc_memory.store.postgres import PostgresStore
+from tests.kill import run_and_kill
 from tests.postgres import new_world, pg_url, wait_until_free
 from tests.privacy_world import KEY, NAME, Backend, built, mentions
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20
+FORGET_KILLS = 8
+FORGET_CHILD = Path(__file__).with_name("forget_child.py")
 
 
 @contextlib.contextmanager
@@ -245,3 +248,34 @@ def test_an_npc_given_up_unchanged_meanwhile_is_cleaned_when_a_server_that_did_i
         here.save()
         assert village.traces(KEY, NAME) == []
         command(there, "exit")
+
+
+def test_sigkill_of_the_server_forgetting_leaves_the_rest_to_the_others(village: Backend, tmp_path: Path) -> None:
+    """The server that forgets the player is killed at a random moment while another runs
+    and holds NPCs that know them: once the forgetting was recorded, the running server
+    finishes it (no row anywhere holds the player); before, nothing began."""
+    rng = random.Random(20261130)
+    outcomes = set()
+    for attempt in range(FORGET_KILLS):
+        copy = village.copy(tmp_path / f"attempt{attempt}.db")
+        with running("holder", copy.url or "", copy.world, "npc1,npc2") as there:
+            expect(there, "ok")
+            markers = run_and_kill([str(FORGET_CHILD), KEY, *copy.target()], "go", rng.uniform(0.0, 0.3))
+            store = copy.store()
+            try:
+                recorded = store.pending_forgets() != []
+                deadline = time.monotonic() + 30
+                while store.pending_forgets():  # the killed server's lock goes a moment after it
+                    assert time.monotonic() < deadline, f"attempt {attempt}: still pending after 30 s"
+                    command(there, "step")
+            finally:
+                store.close()
+            if recorded or "done" in markers:
+                assert copy.traces(KEY, NAME) == [], (attempt, markers)
+                command(there, f"check {KEY} {NAME}", "clean")
+                outcomes.add("forgotten")
+            else:  # killed before the forgetting was recorded: the player is intact
+                assert "npc_memory_documents/zqxalice" in copy.traces(KEY, NAME), (attempt, markers)
+                outcomes.add("intact")
+            command(there, "exit")
+    assert "forgotten" in outcomes
