@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import statistics
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +101,53 @@ def test_decay_visit_of_one_pair(benchmark, retention: bool, cleanup: None) -> N
     for i in range(200):
         plugin.remember("npc", "alice", f"Alice did thing {i}", tags=["trade"], importance=0.9, locked=True)
     benchmark(plugin._maintenance.decay_pair, "npc", "alice")
+
+
+def test_a_tick_of_forgetting_a_player_another_game_server_forgot(benchmark, saved_world: Backend, tmp_path: Path, cleanup: None) -> None:  # type: ignore[no-untyped-def]
+    """On a shared PostgreSQL world: the first tick of this server's part of a forgetting
+    another server began (the live player, extraction work, standing, then NPCs of its
+    200 live ones within the snapshot budget); ``extra_info`` has the ticks the whole
+    part took (passes over every NPC until one finds nothing) and their median and
+    longest."""
+    if not saved_world.postgres:
+        pytest.skip("forgetting begun by another game server: a PostgreSQL world")
+    from npc_memory.store import PendingForget
+
+    copies = itertools.count()
+    plugins: list[npc_memory.MemoryPlugin] = []
+
+    def setup() -> tuple[tuple[npc_memory.MemoryPlugin], dict[str, object]]:
+        uninstall_all()
+        copy = saved_world.copy(tmp_path / f"copy{next(copies)}.db")
+        plugin = npc_memory.install(world="bench-forget", store=copy.store(), seed=1)
+        for n in range(NPCS):
+            plugin.add_npc(key=f"npc{n:03d}")
+        recorder = copy.store()
+        recorder.set_pending_forgets([PendingForget(key="player07", name="Person07")])
+        recorder.close()
+        plugin.save()  # its poll finds the record
+        assert plugin._privacy._seen
+        plugins.append(plugin)
+        return (plugin,), {}
+
+    benchmark.pedantic(lambda plugin: plugin._privacy.tick(), setup=setup, rounds=3)
+    plugin, later = plugins[-1], []
+    while plugin._privacy._work is not None:
+        started = time.perf_counter()
+        plugin._privacy.tick()
+        later.append((time.perf_counter() - started) * 1000)
+    median, longest = statistics.median(later), max(later)
+    benchmark.extra_info.update(ticks=len(later) + 1, later_tick_median_ms=median, later_tick_max_ms=longest)
+    print(f"\nthe part took {len(later) + 1} ticks; after the first: median {median:.3f} ms, max {longest:.3f} ms")
+    uninstall_all()
+
+
+def test_the_poll_of_a_shared_world_with_nothing_pending(benchmark, saved_world: Backend, cleanup: None) -> None:  # type: ignore[no-untyped-def]
+    """What each snapshot round adds on the writer thread of a server on a shared
+    PostgreSQL world: one read of the world's privacy row."""
+    if not saved_world.postgres:
+        pytest.skip("the poll of a shared world: a PostgreSQL world")
+    plugin = npc_memory.install(world="bench-poll", store=saved_world.store(), seed=1)
+    store = plugin._persistence.store
+    benchmark(plugin._privacy.poll, store)
+    uninstall_all()

@@ -365,8 +365,9 @@ def _with_plugin(
     args: argparse.Namespace, name: str, action: Callable[[MemoryPlugin], msgspec.Struct]
 ) -> int:
     """Open the store at ``args.db`` (a directory is refused while a game runs on it;
-    a PostgreSQL world refuses the documents a game server owns) in a private esper
-    world, run ``action`` on its plugin, save, and print the result."""
+    a PostgreSQL world whose documents game servers own is refused, except to forget a
+    player: the running servers then do their part) in a private esper world, run
+    ``action`` on its plugin, save, and print the result."""
     import esper
 
     import npc_memory
@@ -381,7 +382,8 @@ def _with_plugin(
         if is_url(args.db):
             migration = MigrationContext(thresholds=load_pack(pack).relationships.thresholds)
             store = open_store(args.db, world=_world(args), migration=migration)
-            _check_unowned(store)
+            if name != "forget":
+                _check_unowned(store)
         plugin = npc_memory.install(world=world, pack=pack, store=store)
         try:
             result = action(plugin)
@@ -406,10 +408,14 @@ def _describe(name: str, result: msgspec.Struct) -> str:
     data = msgspec.to_builtins(result)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(data.get("counts", {}).items()) if v) or "nothing"
     if name == "forget" and isinstance(data.get("resumed"), list):  # (--resume: the reports it finished)
-        finished = [f"finished forgetting player {r['player']}\n" for r in data["resumed"]]
+        finished = [
+            f"{'finished' if not r['waiting'] else 'did this part of'} forgetting player {r['player']}"
+            f"{_waiting(r['waiting'])}\n"
+            for r in data["resumed"]
+        ]
         return "".join(finished) or "nothing to finish\n"
     if name == "forget":
-        return f"forgot player {data['player']}: {counts}\n"
+        return f"forgot player {data['player']}: {counts}{_waiting(data['waiting'])}\n"
     if name == "end-game":
         return f"ended game {data['game']}: {counts}\n"
     if name == "consent":
@@ -419,6 +425,16 @@ def _describe(name: str, result: msgspec.Struct) -> str:
         lines += [f"  {category}: {item['id']} {item['content']}" for item in items]
     lines += [f"  skipped {s['category']} {s['id']}: {s['reason']}" for s in data["skipped"]]
     return "\n".join(lines) + "\n"
+
+
+def _waiting(sessions: list[int]) -> str:
+    """What a forgetting left to the game servers running on a shared world."""
+    if not sessions:
+        return ""
+    return (
+        f"; the running game servers (sessions {', '.join(map(str, sessions))}) forget them in their "
+        "NPCs at their next snapshot, and the last of them finishes it"
+    )
 
 
 class _Resumed(msgspec.Struct):

@@ -263,7 +263,7 @@ class MemoryPlugin:
             (GossipSystem(self._knowledge, budgets.gossip_exchanges_per_tick, gossip), GOSSIP_PRIORITY),
             (decay, DECAY_PRIORITY),
             (consolidation, CONSOLIDATION_PRIORITY),
-            (SnapshotSystem(self._persistence, self._health), SNAPSHOT_PRIORITY),
+            (SnapshotSystem(self._persistence, self._health, self._privacy), SNAPSHOT_PRIORITY),
             (EventSystem(state.events, tick), EVENT_PRIORITY),
         ]
         timing = (

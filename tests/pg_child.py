@@ -4,6 +4,12 @@
 commands on standard input ("remember TEXT", "remove", "exit"), answering each with
 "ok" once it is saved.
 
+``holder URL WORLD NPCS``: adds the NPCs of the comma-separated NPCS (as stored), saves
+and says "ok SESSION", then follows the commands on standard input: "step" (save, which
+polls the store, ticks until the
+server has done its part of any forgetting it found, save again), "remove KEY" (and save), "check KEY NAME" (says "clean" when nothing the
+server holds, live or stored, names the player, else "holds"), "exit".
+
 ``crash URL WORLD``: the world of crash_child.py (snapshots constantly until killed;
 every step each NPC remembers "round n" and records one interaction with alice;
 prints "saved <n>" once ``save()`` returned and "round <n>" once a snapshot round that
@@ -40,6 +46,40 @@ def handover(url: str, world: str) -> None:
     say("ok")
 
 
+def holder(url: str, world: str, npcs: str) -> None:
+    import esper
+    import msgspec
+
+    store = PostgresStore(url, world=world)
+    plugin = npc_memory.install(world=world, store=store, seed=3)
+    for key in npcs.split(","):
+        plugin.add_npc(key=key)
+    plugin.save()
+    say(f"ok {store.session}")
+    for line in sys.stdin:
+        command, *args = line.split()
+        if command == "step":
+            plugin.save()
+            esper.switch_world(world)
+            esper.process(1.0)
+            while plugin._privacy._work is not None:
+                esper.process(1.0)
+            plugin.save()
+            say("ok")
+        elif command == "remove":
+            plugin.remove(args[0])
+            plugin.save()
+            say("ok")
+        elif command == "check":
+            meta, documents = plugin._persistence.export()
+            text = msgspec.json.encode([meta, documents]).decode().lower()
+            say("holds" if any(needle.lower() in text for needle in args) else "clean")
+        elif command == "exit":
+            break
+    npc_memory.uninstall(world)
+    say("ok")
+
+
 def crash(url: str, world: str) -> None:
     data = load_pack("village").model_dump()
     data["budgets"].update(snapshot_interval=1.0)
@@ -52,4 +92,4 @@ def crash(url: str, world: str) -> None:
 
 
 if __name__ == "__main__":
-    {"handover": handover, "crash": crash}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    {"handover": handover, "crash": crash, "holder": holder}[sys.argv[1]](*sys.argv[2:])

@@ -45,6 +45,22 @@ def build(plugin: npc_memory.MemoryPlugin, npcs: int = 6, *, key: str = KEY, nam
     plugin.learn_fact("npc1", "The well is dry", tags=["village"], importance=0.9)
 
 
+def built(path: Path, url: str | None, npcs: int) -> Backend:
+    """A new world (a store directory at ``path``, or a world on the PostgreSQL server
+    at ``url``) holding :func:`build`'s village of ``npcs`` NPCs, saved."""
+    backend = Backend(path, url)
+    setup = npc_memory.install(world="setup", store=backend.store(), seed=2)
+    build(setup, npcs=npcs)
+    npc_memory.uninstall("setup")
+    return backend
+
+
+def mentions(plugin: npc_memory.MemoryPlugin, npc: str) -> list[str]:
+    """What ``npc`` (live in ``plugin``) remembers or knows that names the player."""
+    held = [m.content for m in plugin.memories(npc)] + [f.content for f in plugin.facts(npc)]
+    return [text for text in held if KEY in text or NAME in text]
+
+
 def fold(plugin: npc_memory.MemoryPlugin) -> None:
     """Fold the store's journal into its files now, on the store's writer thread (the
     thread that owns the store): the files get a new generation, the old one a .prev."""

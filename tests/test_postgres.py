@@ -5,6 +5,7 @@ runs in test_store_contract.py; several processes in test_postgres_processes.py.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import socket
@@ -492,35 +493,82 @@ def test_a_schema_1_database_gains_the_privacy_table_on_open(url: str, world: st
             assert admin.execute("SELECT version FROM npc_memory_schema").fetchall() == [(STORE_SCHEMA,)] == [(2,)]
 
 
-def test_forgetting_waits_for_the_other_game_servers_of_the_world(url: str, world: str, tmp_path: Path) -> None:
-    from .privacy_world import KEY, NAME, Backend, build
+def test_ending_a_game_and_withdrawing_consent_wait_for_the_other_game_servers(
+    url: str, world: str, tmp_path: Path
+) -> None:
+    from .privacy_world import KEY, NAME, built
 
-    backend = Backend(tmp_path, url)
-    setup = npc_memory.install(world="setup", store=backend.store(), seed=2)
-    build(setup, npcs=3)
-    npc_memory.uninstall("setup")
+    backend = built(tmp_path, url, npcs=3)
     here = npc_memory.install(world="here", store=backend.store(), seed=2)
     there = npc_memory.install(world="there", store=backend.store(), seed=2)
     try:
         there.add_npc(key="npc1")  # the other game server holds npc1 (and what it knows of the player)
         held = backend.traces(KEY, NAME)
-        for call in (
-            lambda: here.forget_player(KEY),
-            lambda: here.end_game(),
-            lambda: here.set_consent(KEY, False),
-        ):
+        for call in (lambda: here.end_game(), lambda: here.set_consent(KEY, False)):
             with pytest.raises(npc_memory.PrivacyError, match=r"other game servers \(sessions \d+\) own documents"):
                 call()
         assert KEY in here.stored_players() and backend.traces(KEY, NAME) == held  # nothing began
-        store = backend.store()
-        assert store.pending_forgets() == []
-        store.set_pending_forgets([PendingForget(key=KEY, name=NAME)])  # a forgetting interrupted earlier ...
-        store.close()
-        waiting = npc_memory.install(world="restarted", store=backend.store(), seed=2)
-        assert waiting.resumed == []  # ... is not finished while the other server runs
-        npc_memory.uninstall("restarted")
     finally:
         npc_memory.uninstall("there")
-    assert len(here.forget_player(KEY).counts) > 1  # the one server left
+    assert here.end_game().counts["memories"] > 0  # the one server left
     npc_memory.uninstall("here")
-    assert backend.traces(KEY, NAME) == []
+
+
+def test_the_servers_of_a_world_acknowledge_a_forgetting_and_the_first_of_them_finishes_it(
+    stores: list[PostgresStore], url: str, world: str
+) -> None:
+    here, there = open_store(stores, url, world), open_store(stores, url, world)
+    for key in ("hilda", "gerda", "ivo"):
+        here.release_on_write(key)
+    here.write([encode_document(npc("hilda")), encode_document(npc("gerda")), encode_document(npc("ivo", memories=0))])
+    there.claim("gerda", "npc")  # the other server owns gerda
+    assert here.forget_progress("alice") == ([], None)  # no such forgetting
+    here.set_pending_forgets([PendingForget(key="alice", name="Alice")])
+    here.acknowledge_forget("alice")
+    here.acknowledge_forget("alice")  # (once is enough)
+    assert here.pending_forgets() == [PendingForget(key="alice", name="Alice", acks=(here.session,))]
+    assert here.forget_progress("alice") == there.forget_progress("alice") == ([there.session], here.session)
+    taken = here.take_free(privacy_rules.mention_pattern(["alice"]))  # type: ignore[arg-type]
+    assert sorted(d.key for d in taken) == ["hilda", "ivo"]  # not gerda: owned by a live server
+    assert {"hilda", "ivo"} <= set(here.versions()) and here.owner_of("hilda") == here.session
+    here.write([encode_document(d) for d in taken])  # ... given up with their next write
+    assert here.owner_of("hilda") is None and here.owner_of("gerda") == there.session
+    there.acknowledge_forget("alice")
+    assert there.forget_progress("alice") == ([], here.session)
+    here.close()  # the first server goes: the next one that did its part finishes
+    assert there.forget_progress("alice") == ([], there.session)
+
+
+def test_a_forgetting_another_server_began_is_applied_a_budgeted_slice_per_tick(
+    url: str, world: str, tmp_path: Path
+) -> None:
+    from npc_memory.content import load_pack, validate_pack
+
+    from .conftest import tick
+    from .privacy_world import KEY, NAME, built, mentions
+
+    backend = built(tmp_path, url, npcs=6)
+    data = load_pack("village").model_dump()
+    data["budgets"].update(snapshot_tick_ms=0.000001)  # (at most one NPC a tick)
+    there = npc_memory.install(world="there", pack=validate_pack(data), store=backend.store(), seed=2)
+    here = npc_memory.install(world="here", store=backend.store(), seed=2)
+    try:
+        npcs = [f"npc{i}" for i in range(6)]
+        for key in npcs:
+            there.add_npc(key=key)
+        session = there._persistence.shared.session  # type: ignore[union-attr]
+        assert here.forget_player(KEY).waiting == [session]
+        there.save()  # it polls the record
+        ticks, cleaned = 0, [0]
+        while ticks == 0 or there._privacy._work is not None:
+            tick("there")
+            ticks += 1
+            cleaned.append(sum(not mentions(there, key) for key in npcs))
+        assert all(b - a <= 1 for a, b in itertools.pairwise(cleaned))  # never more than one a tick
+        assert cleaned[-1] == len(npcs) and ticks > 2 * len(npcs)  # every NPC, then a pass over their facts
+        there.save()  # its part is acknowledged (and it finishes, or the other server at its next round)
+        here.save()
+        assert backend.traces(KEY, NAME) == []
+    finally:
+        npc_memory.uninstall("there")
+        npc_memory.uninstall("here")

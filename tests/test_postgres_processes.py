@@ -1,5 +1,6 @@
 """Several processes on one PostgreSQL database: an NPC handed from one game server to
-another, and SIGKILLs of a process while it writes (nothing acknowledged is lost)."""
+another, SIGKILLs of a process while it writes (nothing acknowledged is lost), and a
+player forgotten on one game server while others run and hold NPCs that know them."""
 
 from __future__ import annotations
 
@@ -16,19 +17,23 @@ import pytest
 
 import npc_memory
 from npc_memory.errors import StoreOwnedError
-from npc_memory.store import NpcDocument
+from npc_memory.store import NpcDocument, PendingForget
 from npc_memory.store.postgres import PostgresStore
+from tests.kill import run_and_kill
 from tests.postgres import new_world, pg_url, wait_until_free
+from tests.privacy_world import KEY, NAME, Backend, built, mentions
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20
+FORGET_KILLS = 8
+FORGET_CHILD = Path(__file__).with_name("forget_child.py")
 
 
 @contextlib.contextmanager
-def running(mode: str, url: str, world: str) -> Iterator[subprocess.Popen[str]]:
+def running(mode: str, url: str, world: str, *args: str) -> Iterator[subprocess.Popen[str]]:
     """A child process; SIGKILLed on leaving if still running, its pipes closed."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "tests.pg_child", mode, url, world],
+        [sys.executable, "-m", "tests.pg_child", mode, url, world, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -46,20 +51,22 @@ def running(mode: str, url: str, world: str) -> Iterator[subprocess.Popen[str]]:
                 pipe.close()
 
 
-def expect(child: subprocess.Popen[str], answer: str) -> None:
+def expect(child: subprocess.Popen[str], answer: str) -> str:
+    """Read the child's next line, which must start with ``answer``; the rest of it."""
     assert child.stdout is not None
     line = child.stdout.readline().strip()
-    if line != answer:
+    if line.partition(" ")[0] != answer:
         child.kill()
         assert child.stderr is not None
         raise AssertionError(f"child said {line!r}, expected {answer!r}; stderr:\n{child.stderr.read()}")
+    return line.partition(" ")[2]
 
 
-def command(child: subprocess.Popen[str], text: str) -> None:
+def command(child: subprocess.Popen[str], text: str, answer: str = "ok") -> None:
     assert child.stdin is not None
     child.stdin.write(text + "\n")
     child.stdin.flush()
-    expect(child, "ok")
+    expect(child, answer)
 
 
 @pytest.fixture
@@ -150,3 +157,125 @@ def test_sigkill_of_a_writing_process_loses_nothing_acknowledged(url: str, world
     finally:
         checker.close()
     assert acknowledged > KILLS  # the children made progress across the kills
+
+
+# ---------------------------------------------------------------------- forgetting on a shared world
+
+
+@pytest.fixture
+def village(url: str, tmp_path: Path) -> Iterator[Backend]:
+    """A PostgreSQL world of 4 NPCs that all hold the player KEY (memories, facts and
+    their gossip copies, relationships, conversations, extraction jobs)."""
+    yield built(tmp_path, url, npcs=4)
+    for name in ("here", "late"):
+        if name in npc_memory.installation._INSTALLED:
+            npc_memory.uninstall(name)
+
+
+def test_a_player_forgotten_on_one_server_is_forgotten_by_another_one_running(village: Backend) -> None:
+    with running("holder", village.url or "", village.world, "npc1,npc2") as there:
+        session = int(expect(there, "ok"))
+        here = npc_memory.install(world="here", store=village.store(), seed=2)
+        here.add_npc(key="npc0")
+        assert mentions(here, "npc0")
+        report = here.forget_player(KEY)
+        assert report.waiting == [session] and not report.resumed
+        assert mentions(here, "npc0") == [] and KEY not in here.stored_players()
+        held = village.traces(KEY, NAME)  # the other server's NPCs still know the player, until it polls
+        assert {"npc_memory_documents/npc1", "npc_memory_documents/npc2", f"npc_memory_privacy/{village.world}"} <= set(held)
+        command(there, f"check {KEY} {NAME}", "holds")
+        command(there, "step")  # it polls, forgets the player in its NPCs and acknowledges
+        here.save()  # (whichever of the two is to finish has polled since)
+        assert village.traces(KEY, NAME) == []  # no row, memory, fact, gossip copy or audit entry
+        command(there, f"check {KEY} {NAME}", "clean")
+        assert here.stored_players() == ["bobkey"] and mentions(here, "npc0") == []
+        forgets = [e for e in village.audit() if e.action == "forget"]
+        assert len(forgets) == 1 and forgets[0].target == report.player
+        command(there, "exit")
+        assert there.wait(timeout=30) == 0
+
+
+def test_a_server_killed_before_its_part_leaves_the_rest_to_the_others(village: Backend) -> None:
+    with running("holder", village.url or "", village.world, "npc1,npc2") as there:
+        session = int(expect(there, "ok"))
+        here = npc_memory.install(world="here", store=village.store(), seed=2)
+        assert here.forget_player(KEY).waiting == [session]
+        there.send_signal(signal.SIGKILL)
+        there.wait(timeout=30)
+    assert "npc_memory_documents/npc1" in village.traces(KEY, NAME)  # its last rows still know the player
+    store = village.store()
+    try:
+        wait_until_free(store, ["npc1", "npc2"])
+        assert store.pending_forgets() != []  # the record waits ...
+    finally:
+        store.close()
+    here.save()  # ... until a server polls once the killed one's lock is gone: it cleans its rows
+    assert village.traces(KEY, NAME) == []
+    npc_memory.uninstall("here")
+    again = npc_memory.install(world="late", store=village.store(), seed=2)
+    again.add_npc(key="npc1")
+    assert mentions(again, "npc1") == [] and again.resumed == []
+
+
+def test_a_server_starting_with_a_forgetting_pending_does_its_part_before_serving(village: Backend) -> None:
+    with running("holder", village.url or "", village.world, "npc1") as there:
+        session = int(expect(there, "ok"))
+        store = village.store()
+        store.set_pending_forgets([PendingForget(key=KEY, name=NAME)])  # begun by a server since gone
+        store.close()
+        late = npc_memory.install(world="late", store=village.store(), seed=2)
+        assert [r.waiting for r in late.resumed] == [[session]] and late.resumed[0].resumed
+        late.add_npc(key="npc0")  # a document no live server owned: cleaned before it is served
+        assert mentions(late, "npc0") == []
+        command(there, "step")
+        late.save()
+        assert village.traces(KEY, NAME) == []
+        command(there, f"check {KEY} {NAME}", "clean")
+        command(there, "exit")
+
+
+def test_an_npc_given_up_unchanged_meanwhile_is_cleaned_when_a_server_that_did_its_part_adds_it(
+    village: Backend,
+) -> None:
+    with running("holder", village.url or "", village.world, "npc1,npc2") as there:
+        session = int(expect(there, "ok"))
+        here = npc_memory.install(world="here", store=village.store(), seed=2)
+        assert here.forget_player(KEY).waiting == [session]
+        command(there, "remove npc1")  # given up before the other server polled: the row still knows the player
+        here.add_npc(key="npc1")
+        assert mentions(here, "npc1") == []
+        command(there, "step")
+        here.save()
+        assert village.traces(KEY, NAME) == []
+        command(there, "exit")
+
+
+def test_sigkill_of_the_server_forgetting_leaves_the_rest_to_the_others(village: Backend, tmp_path: Path) -> None:
+    """The server that forgets the player is killed at a random moment while another runs
+    and holds NPCs that know them: once the forgetting was recorded, the running server
+    finishes it (no row anywhere holds the player); before, nothing began."""
+    rng = random.Random(20261130)
+    outcomes = set()
+    for attempt in range(FORGET_KILLS):
+        copy = village.copy(tmp_path / f"attempt{attempt}.db")
+        with running("holder", copy.url or "", copy.world, "npc1,npc2") as there:
+            expect(there, "ok")
+            markers = run_and_kill([str(FORGET_CHILD), KEY, *copy.target()], "go", rng.uniform(0.0, 0.3))
+            store = copy.store()
+            try:
+                recorded = store.pending_forgets() != []
+                deadline = time.monotonic() + 30
+                while store.pending_forgets():  # the killed server's lock goes a moment after it
+                    assert time.monotonic() < deadline, f"attempt {attempt}: still pending after 30 s"
+                    command(there, "step")
+            finally:
+                store.close()
+            if recorded or "done" in markers:
+                assert copy.traces(KEY, NAME) == [], (attempt, markers)
+                command(there, f"check {KEY} {NAME}", "clean")
+                outcomes.add("forgotten")
+            else:  # killed before the forgetting was recorded: the player is intact
+                assert "npc_memory_documents/zqxalice" in copy.traces(KEY, NAME), (attempt, markers)
+                outcomes.add("intact")
+            command(there, "exit")
+    assert "forgotten" in outcomes

@@ -10,6 +10,7 @@ import pytest
 import npc_memory
 from npc_memory.cli import main
 from npc_memory.errors import StoreError
+from npc_memory.rules import privacy as privacy_rules
 from npc_memory.store.tools import export_store, import_store
 from npc_memory.store.transfer import migrate_store
 from tests import test_store_tools
@@ -75,3 +76,24 @@ def test_export_and_import_a_postgres_world(world_db: Path, url: str) -> None:
     assert export_store(url, world=world) == data
     with pytest.raises(StoreError, match="already holds 4 documents"):
         import_store(url, data, world=world)
+
+
+def test_migrate_keeps_the_audit_salt_both_ways(world_db: Path, url: str, tmp_path: Path) -> None:
+    source = npc_memory.store.TinyDBStore(world_db)
+    salt = source.audit_salt()
+    source.close()
+    world = new_world()
+    migrate_store(world_db, url, world=world)
+    plugin = npc_memory.install(world=world, store=url)  # a pseudonym made after the move ...
+    try:
+        pseudonym = plugin._privacy.pseudonym("alice")
+    finally:
+        npc_memory.uninstall(world)
+    assert pseudonym == privacy_rules.pseudonym(salt, "alice")  # ... is the one the source made
+    back = tmp_path / "back.db"
+    migrate_store(url, back, world=world)
+    copy = npc_memory.store.TinyDBStore(back)
+    try:
+        assert copy.audit_salt() == salt
+    finally:
+        copy.close()

@@ -12,6 +12,7 @@ import pytest
 import npc_memory
 from npc_memory.cli import main
 
+from .conftest import tick
 from .privacy_world import KEY, NAME, Backend, build, traces
 
 
@@ -99,13 +100,21 @@ def test_commands_refuse_a_postgres_world_a_running_game_server_owns_part_of(
         pytest.skip("a store directory in use: test_commands_refuse_a_store_a_running_game_holds")
     running = npc_memory.install(world="running", store=world.store())
     running.add_npc(key="npc1")  # this game server owns npc1 now
-    for args in (("forget", "--player", KEY), ("end-game",), ("consent", "--player", KEY, "--give")):
+    for args in (("end-game",), ("consent", "--player", KEY, "--give")):
         status, _, err = cli(capsys, args[0], *world.cli(), *args[1:])
         assert status == 1 and "is in use: game servers (sessions" in err, (args, err)
-    npc_memory.uninstall("running")
-    assert world.traces(KEY, NAME) and world.audit() == []  # nothing was forgotten, nothing began
-    assert cli(capsys, "forget", *world.cli(), "--player", KEY)[0] == 0  # once it has stopped
+    assert world.traces(KEY, NAME) and world.audit() == []  # nothing changed, nothing began
+    session = running._persistence.shared.session  # type: ignore[union-attr]
+    status, out, _ = cli(capsys, "forget", *world.cli(), "--player", KEY)  # forgetting is not refused:
+    assert status == 0 and f"the running game servers (sessions {session}) forget them" in out
+    assert "npc_memory_documents/npc1" in world.traces(KEY, NAME)  # the running server's NPC, until it polls
+    running.save()  # it polls the store, ...
+    tick("running")  # ... forgets the player in npc1 over its next ticks ...
+    while running._privacy._work is not None:
+        tick("running")
+    running.save()  # ... and, the command's session gone, finishes the forgetting
     assert world.traces(KEY, NAME) == []
+    npc_memory.uninstall("running")
 
 
 def test_command_errors_are_clear(world: Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -195,6 +195,11 @@ class PersistenceService:
         """What the latest failed write said."""
         self.disowned: str | None = None
         """Why this process stopped writing to the store (it lost the store's lock), if it did."""
+        self.poll: Callable[[Store], None] | None = None
+        """Run with the store on the writer thread after each round's (or save's) last
+        batch, where game servers share the store (they poll it for work)."""
+        self.claimed: Callable[[Document], None] | None = None
+        """Called with each document claimed from a shared store, before it is served."""
 
     def _seed(self, versions: Mapping[str, int]) -> None:
         """Let the writer patch the loaded documents rather than rewrite them whole:
@@ -252,6 +257,8 @@ class PersistenceService:
         if document is None:
             self.state.stored.pop(key, None)
         else:
+            if self.claimed is not None:
+                self.claimed(document)
             self.state.stored[key] = document
 
     def forget(self, key: str, actor: str = "plugin") -> None:
@@ -297,6 +304,21 @@ class PersistenceService:
             counts=dict(counts or {}),
             details=dict(details or {}),
         )
+
+    def write_soon(
+        self, keys: Collection[str], deletions: Collection[str], after: Callable[[Store], None]
+    ) -> None:
+        """Hand the documents of ``keys`` and the deletion of ``deletions`` to the
+        writer, then ``after``; returns at once. The writer captures the documents
+        where it can (see :attr:`capture_on_writer`), else this thread does now."""
+        if self.writer is None:
+            return
+        if self.capture_on_writer:
+            self.writer.submit(WriteBatch(keys=list(keys), deletions=sorted(deletions), after=after))
+            return
+        now = self.state.clock.now
+        captures = [c for c in (self._capture(key, now) for key in keys) if c is not None]
+        self.writer.submit(WriteBatch(captures=captures, deletions=sorted(deletions), after=after))
 
     def run_on_store(self, after: Callable[[Store], None], audit: Collection[AuditEntry] = ()) -> None:
         """Run ``after`` with the store on the writer thread once everything handed to
@@ -561,7 +583,7 @@ class PersistenceService:
                 parts={} if parts is None else parts,
                 deletions=deletions,
                 meta=self.meta(self._round_number),
-                after=after,
+                after=after if after is not None else self.poll,
                 audit=list(audit),
                 round=self._round_number,
                 since=self._round_since,

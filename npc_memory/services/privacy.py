@@ -10,11 +10,15 @@ record removed; a restart that finds it forgets the player again (idempotent) an
 audit log says the forgetting was resumed. Audit entries name players by a salted
 pseudonym, never by key or name.
 
-On a store several game servers share, the operations that change every NPC's document
-(forgetting, ending a game, withdrawn consent) are refused while another server owns
-documents of the world (it holds those NPCs, and would keep what they know): they run on
-the one server left, or from ``npc-memory`` once the servers have stopped. A forgetting
-a restart finds unfinished waits for the same.
+On a store several game servers share, forgetting runs while they all do: the pending
+record is shared; each server forgets the player in what it holds (one that did not
+begin it finds the record when it polls the store after a snapshot round, and works
+through its NPCs a budgeted slice per tick) and records its part; the first live server
+that did its part finishes the purge once no live server owning documents is still to
+do its own (one that died owns nothing: its rows are cleaned from the store). Ending a
+game and withdrawn consent are still refused while another server owns documents of the
+world: they run on the one server left, or from ``npc-memory`` once the servers have
+stopped.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections import Counter
+import time
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -46,7 +52,18 @@ from npc_memory.services.memories import MemoryService
 from npc_memory.services.persistence import PersistenceService, handle_of
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.state import WorldState
-from npc_memory.store import NpcDocument, PendingForget, PlayerDocument, PrivacyStore, Store
+from npc_memory.state.tick import TickShare
+from npc_memory.store import (
+    AuditEntry,
+    Document,
+    NpcDocument,
+    PendingForget,
+    PlayerDocument,
+    PrivacyStore,
+    SharedStore,
+    Store,
+    encode_document,
+)
 
 log = logging.getLogger("npc_memory.privacy")
 
@@ -59,6 +76,9 @@ class ForgetReport(msgspec.Struct, kw_only=True):
     player: str
     counts: dict[str, int] = msgspec.field(default_factory=dict)
     resumed: bool = False
+    waiting: list[int] = msgspec.field(default_factory=list)
+    """On a store game servers share: the servers (sessions) still to forget the
+    player in the NPCs they own; the forgetting finishes once they have, or are gone."""
 
 
 class EndGameReport(msgspec.Struct, kw_only=True):
@@ -105,6 +125,22 @@ class ClonePlan(msgspec.Struct, kw_only=True):
     copied: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
+@dataclass
+class _RemoteForget:
+    """This server's part, under way, of a forgetting another game server began."""
+
+    key: str
+    pattern: re.Pattern[str]
+    owned_player: bool
+    before: set[str]
+    """Keys dirty when it began (stored ones among them are this server's to write)."""
+    counts: Counter[str] = field(default_factory=Counter)
+    queue: deque[str] = field(default_factory=deque)
+    changed: set[str] = field(default_factory=set)
+    found: bool = True
+    """Whether the pass under way has found anything yet (the first pass counts as found)."""
+
+
 class PrivacyService:
     """The privacy operations of one plugin (arguments arrive checked by the facade)."""
 
@@ -126,6 +162,20 @@ class PrivacyService:
         self.conversations = conversations
         self.maintenance = maintenance
         self._salt: bytes | None = None
+        self._seen: list[PendingForget] = []
+        """Forgetting another game server began that this one is still to do its part of
+        (set by :meth:`poll` on the writer thread, taken by :meth:`tick`)."""
+        self._applying: set[str] = set()
+        """Players forgotten here by :meth:`tick` whose acknowledgement is not yet written."""
+        self._work: _RemoteForget | None = None
+        """This server's part of a forgetting another server began, under way."""
+        self._share: TickShare | None = None
+        self._known: list[PendingForget] = []
+        """The world's pending forgetting as last seen: an NPC claimed meanwhile (whose
+        row another server may have given up unchanged) is cleaned before it is served."""
+        if persistence.shared is not None and isinstance(persistence.store, PrivacyStore):
+            persistence.poll = self.poll
+            persistence.claimed = self._claimed
 
     # ------------------------------------------------------------------ shared
 
@@ -218,28 +268,23 @@ class PrivacyService:
     # ------------------------------------------------------------------ forgetting
 
     def resume(self) -> list[ForgetReport]:
-        """Finish the forgetting a crash interrupted (called once the store is loaded)."""
+        """Finish the forgetting a crash interrupted, or take part in the forgetting
+        other game servers of a shared store began (called once the store is loaded,
+        before any NPC is served)."""
         store = self._privacy_store()
         if store is None:
             return []
         pending = store.pending_forgets()
-        owners = self._others_owning() if pending else []
-        if owners:
-            log.warning(
-                "%d players' forgetting is unfinished; it finishes when no other game server "
-                "(sessions %s) owns documents of the world",
-                len(pending),
-                ", ".join(map(str, owners)),
-            )
-            return []
         return [self.forget_player(p.key, actor="restart", name=p.name, resumed=True) for p in pending]
 
     def forget_player(
         self, key: str, *, actor: str, name: str | None = None, resumed: bool = False
     ) -> ForgetReport:
         """Remove player ``key`` from the live world, every NPC (live or stored), the
-        extraction pipeline and every generation of the store on disk."""
-        self._require_sole_server("forget the player", key)
+        extraction pipeline and every generation of the store on disk. On a store game
+        servers share, the other live servers forget the player in the NPCs they own
+        when they next poll the store's record; the last of them finishes the purge
+        (``waiting`` in the report: the servers this one left it to)."""
         state = self.state
         live = state.registry.live_player(key)
         stored = state.stored.get(key)
@@ -247,43 +292,33 @@ class PrivacyService:
             name = live.identity.name
         elif isinstance(stored, PlayerDocument):
             name = stored.name
-        pattern = privacy_rules.mention_pattern([key] if name is None else [key, name])
-        assert pattern is not None
+        pattern = _pattern_of(key, name)
         store = self._privacy_store()
         pending = PendingForget(key=key, name=name)
         if store is not None:  # first: a crash from here on is finished by the restart
             self.persistence.run_on_store(lambda s: _set_pending(s, key, pending))
+            self._known = [*(p for p in self._known if p.key != key), pending]
         counts: Counter[str] = Counter()
-        if live is not None:
-            state.registry.detach(live)
-            counts["player"] += 1
-        self.conversations.drop_jobs_of(key)
-        counts["jobs"] += self.conversations.drop_jobs_mentioning(pattern)
-        self.maintenance.drop_player(key)
-        for npc in self.npcs():
-            self._scrub(npc, key, pattern, counts)
-        self.relationships.standing.forget_player(key)
-        if state.stored.pop(key, None) is not None:
-            counts["player"] = 1
-        state.dirty.discard(key)
+        shared = self.persistence.shared if store is not None else None
+        before = set(state.dirty)
+        changed = self._forget_here(key, pattern, counts)
         report = ForgetReport(player=self.pseudonym(key), resumed=resumed)
         entry = self.persistence.entry(
             "forget", report.player, actor, details={"resumed": True} if resumed else None
         )
-        if store is not None:
+        if shared is not None:
+            self._keep_unowned_clean(changed, before)
+            if live is not None:  # this server owns the player's document
+                state.deleted.add(key)
+            entry.counts.update(counts)
+            waiting: list[int] = []
+            self.persistence.save(after=lambda s: waiting.extend(self._part_done(s, key, pattern, entry)))
+            report.waiting = waiting
+            counts.update({k: v for k, v in entry.counts.items() if k.startswith("files")})
+        elif store is not None:
 
             def finish(s: Store) -> None:
-                assert isinstance(s, PrivacyStore)
-                purged = s.purge(pattern, remove=[key])
-                entry.counts.update(files_removed=purged.removed, files_scrubbed=purged.scrubbed)
-                entry.counts.update(files_still_matching=len(purged.remaining))
-                if purged.segments_left:
-                    raise PrivacyError(
-                        f"{purged.segments_left} journal segments could not be folded: "
-                        f"{'; '.join(purged.journal)}; the forgetting finishes at the next start"
-                    )
-                s.append_audit(entry)  # before the pending record goes: a kill between repeats both
-                _set_pending(s, key, None)
+                self._purge(s, key, pattern, entry)
 
             entry.counts.update(counts)
             self.persistence.save(after=finish)
@@ -295,56 +330,213 @@ class PrivacyService:
         report.counts = dict(counts)
         return report
 
-    def _scrub(self, npc: NpcHandle, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> None:
-        """Take out of ``npc`` everything about ``key`` or naming the player."""
-        changed = False
-        bank = npc.bank
-        pair = bank.players.pop(key, None)
-        if pair is not None:
-            counts["memories"] += len(pair)
-            changed = True
-        if bank.milestones.pop(key, None) is not None:
-            changed = True
-        for held in (bank.world, *bank.players.values()):
-            removed = _filter_pair(held, lambda m: not privacy_rules.memory_mentions(pattern, m))
-            counts["memories"] += len(removed)
-            changed |= bool(removed)
-        if key in npc.relationships.by_player:
-            if npc.live:
-                self.relationships.forget(npc, key)
-            else:
-                del npc.relationships.by_player[key]
-            counts["relationships"] += 1
-            changed = True
-        working = npc.working
-        for table in (working.open, working.recent, working.conversations):
-            if table.pop(key, None) is not None:
-                counts["conversations"] += table is working.open
-                changed = True
-        for player, turns in list(working.open.items()):
-            kept_turns = [t for t in turns if not privacy_rules.mentions(pattern, t.text, t.speaker)]
-            if len(kept_turns) != len(turns):
-                working.open[player] = kept_turns
-                changed = True
-        for player, summaries in list(working.recent.items()):
-            kept_summaries = [
-                s for s in summaries if not privacy_rules.mentions(pattern, s.summary, s.conversation)
-            ]
-            if len(kept_summaries) != len(summaries):
-                working.recent[player] = kept_summaries
-                changed = True
-        extracted = [c for c in working.extracted if not privacy_rules.mentions(pattern, c)]
-        if len(extracted) != len(working.extracted):
-            working.extracted = extracted
-            changed = True
-        facts = npc.knowledge.facts
-        kept = [f for f in facts if f.subject != key and not privacy_rules.fact_mentions(pattern, f)]
-        if len(kept) != len(facts):
-            counts["facts"] += len(facts) - len(kept)
-            self.knowledge.replace_facts(npc, kept)
-            changed = True
+    def _forget_here(self, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> set[str]:
+        """Forget player ``key`` in this process: the live player, extraction work,
+        every live and stored NPC, faction standing; the keys of the NPCs changed."""
+        self._begin_forgetting(key, pattern, counts)
+        changed = {npc.identity.key for npc in self.npcs() if self._scrub(npc, key, pattern, counts)}
+        self._end_forgetting(key, counts)
+        return changed
+
+    def _begin_forgetting(self, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> None:
+        """The live player and the extraction work about them go first."""
+        live = self.state.registry.live_player(key)
+        if live is not None:
+            self.state.registry.detach(live)
+            counts["player"] += 1
+        self.conversations.drop_jobs_of(key)
+        counts["jobs"] += self.conversations.drop_jobs_mentioning(pattern)
+        self.maintenance.drop_player(key)
+
+    def _end_forgetting(self, key: str, counts: Counter[str]) -> None:
+        """The faction standing kept for the player and their stored document go."""
+        state = self.state
+        self.relationships.standing.forget_player(key)
+        if state.stored.pop(key, None) is not None:
+            counts["player"] = 1
+        state.dirty.discard(key)
+
+    def _keep_unowned_clean(self, changed: set[str], before: set[str]) -> None:
+        """After :meth:`_forget_here` on a shared store: stored documents changed only
+        by the forgetting are not written from this process's (possibly stale) copies;
+        :meth:`_part_done` cleans their rows as the store holds them."""
+        state = self.state
+        for key in changed - before:
+            if state.registry.live(key) is None:
+                state.dirty.discard(key)
+
+    def _part_done(
+        self, store: Store, key: str, pattern: re.Pattern[str], entry: AuditEntry, *, first: bool = True
+    ) -> list[int]:
+        """On the writer thread, once this server's documents without the player are
+        written (``first``: just now): acknowledge its part and clean the documents no
+        live server owns (so none it adds later holds the player); then, if no server
+        is still to do its part and this one is to finish, clean them again (those of
+        servers gone meanwhile), purge the player from the store and close the record.
+        Returns the servers still waited for."""
+        assert isinstance(store, SharedStore) and isinstance(store, PrivacyStore)
+        if first:
+            store.acknowledge_forget(key)
+            _clean_free(store, key, pattern, entry)
+        waiting, finisher = store.forget_progress(key)
+        if waiting or finisher != store.session:
+            log.info("forgetting %s: left to game servers %s", entry.target, waiting or [finisher])
+            return waiting or ([] if finisher is None else [finisher])
+        if not first:
+            _clean_free(store, key, pattern, entry)
+        self._purge(store, key, pattern, entry)
+        return []
+
+    def _purge(self, store: Store, key: str, pattern: re.Pattern[str], entry: AuditEntry) -> None:
+        """Purge the player from every generation of ``store``, append the audit entry,
+        and close the pending record (on the writer thread)."""
+        assert isinstance(store, PrivacyStore)
+        purged = store.purge(pattern, remove=[key])
+        entry.counts.update(files_removed=purged.removed, files_scrubbed=purged.scrubbed)
+        entry.counts.update(files_still_matching=len(purged.remaining))
+        if purged.segments_left:
+            raise PrivacyError(
+                f"{purged.segments_left} journal segments could not be folded: "
+                f"{'; '.join(purged.journal)}; the forgetting finishes at the next start"
+            )
+        store.append_audit(entry)  # before the pending record goes: a kill between repeats both
+        _set_pending(store, key, None)
+
+    # ------------------------------------------------------------------ shared stores
+
+    def poll(self, store: Store) -> None:
+        """On the writer thread, once per snapshot round with a store game servers
+        share: read the world's pending forgetting (one small query); what this server
+        has not done its part of is applied by the next :meth:`tick`, what it has is
+        finished here once no other server is still to do its part."""
+        try:
+            assert isinstance(store, SharedStore) and isinstance(store, PrivacyStore)
+            pending = store.pending_forgets()
+            self._known = pending
+            session = store.session
+            self._seen = [p for p in pending if session not in p.acks and p.key not in self._applying]
+            for record in pending:
+                if session in record.acks and record.key not in self._applying:
+                    pattern = _pattern_of(record.key, record.name)
+                    entry = self.persistence.entry("forget", self.pseudonym(record.key), "game server")
+                    self._part_done(store, record.key, pattern, entry, first=False)
+        except Exception:  # the next round polls again
+            log.exception("polling %r for pending forgetting failed", store)
+
+    def _claimed(self, document: Document) -> None:
+        """Clean an NPC document just claimed from the shared store of every player
+        whose forgetting is pending (O(1) while there is none)."""
+        if not self._known or not isinstance(document, NpcDocument):
+            return
+        counts: Counter[str] = Counter()
+        for record in list(self._known):
+            if _scrub_document(document, record.key, _pattern_of(record.key, record.name), counts):
+                self.state.mark(document.key)
+
+    def tick(self) -> None:
+        """Forget, in the NPCs this server holds, the players whose forgetting another
+        game server began (seen by :meth:`poll`), a few NPCs per tick within the
+        snapshot budget (``snapshot_tick_ms``; at least one): O(1) while there is none.
+        Passes over every NPC are made until one finds nothing left (meanwhile gossip may
+        copy a fact from an NPC not yet cleaned to one that was, and a conversation with
+        the player an NPC still had open may end and be extracted); before each pass
+        after the first, the extraction work about the player is dropped again. The
+        documents changed then go to the writer, which acknowledges this server's part.
+        The tick never waits for the store."""
+        work = self._work
+        if work is None:
+            while self._seen and work is None:
+                record = self._seen.pop(0)
+                if record.key not in self._applying:
+                    work = self._begin_remote(record)
+            if work is None:
+                return
+        if self._share is None:
+            self._share = self.state.tick.share(self.state.pack.budgets.snapshot_tick_ms)
+        deadline = self._share.deadline()
+        if deadline is None:
+            return
+        while work.queue:
+            npc = self._handle(work.queue.popleft())
+            if npc is not None and self._scrub(npc, work.key, work.pattern, work.counts):
+                work.changed.add(npc.identity.key)
+                work.found = True
+            if time.perf_counter() >= deadline:
+                return
+        if work.found:  # another pass, until one finds nothing
+            work.found = False
+            self.conversations.drop_jobs_of(work.key)  # (results of conversations ended meanwhile)
+            work.queue.extend(self._npc_keys())
+            return
+        self._finish_remote(work)
+
+    def _npc_keys(self) -> list[str]:
+        """Keys of every live and stored NPC (once per pass of a forgetting)."""
+        stored = [k for k, d in self.state.stored.items() if isinstance(d, NpcDocument)]
+        return [*self.state.registry.npc_keys(), *stored]
+
+    def _handle(self, key: str) -> NpcHandle | None:
+        """NPC ``key``, live or stored, as it is now (``None``: gone meanwhile)."""
+        live = self.state.registry.live(key)
+        if isinstance(live, NpcHandle):
+            return live
+        document = self.state.stored.get(key)
+        if not isinstance(document, NpcDocument):
+            return None
+        handle = handle_of(document)
+        assert isinstance(handle, NpcHandle)
+        return handle
+
+    def _begin_remote(self, record: PendingForget) -> _RemoteForget:
+        """Start this server's part of a forgetting another server began: the live
+        player, extraction work, standing at once; the NPCs over the next ticks."""
+        pattern = _pattern_of(record.key, record.name)
+        work = _RemoteForget(
+            key=record.key,
+            pattern=pattern,
+            owned_player=self.state.registry.live_player(record.key) is not None,
+            before=set(self.state.dirty),
+        )
+        self._begin_forgetting(record.key, pattern, work.counts)
+        self._end_forgetting(record.key, work.counts)
+        work.queue.extend(self._npc_keys())
+        self._applying.add(record.key)
+        self._work = work
+        return work
+
+    def _finish_remote(self, work: _RemoteForget) -> None:
+        """Hand the documents this server's part changed to the writer; it then
+        acknowledges the part (and finishes the forgetting, if it is the one to)."""
+        self._work = None
+        self._keep_unowned_clean(work.changed, work.before)
+        entry = self.persistence.entry("forget", self.pseudonym(work.key), "game server", counts=work.counts)
+        key, pattern = work.key, work.pattern
+
+        def done(store: Store) -> None:
+            try:
+                self._part_done(store, key, pattern, entry)
+            except Exception:
+                log.exception("forgetting %s in this server's NPCs: acknowledging failed", entry.target)
+            finally:
+                self._applying.discard(key)
+
+        state = self.state
+        written = [k for k in work.changed if k in state.dirty or state.registry.live(k) is not None]
+        self.persistence.write_soon(written, [key] if work.owned_player else [], after=done)
+
+    def _scrub(self, npc: NpcHandle, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> bool:
+        """Take out of ``npc`` everything about ``key`` or naming the player; whether anything went."""
+        replace, forget = self.knowledge.replace_facts, self._forget_relationship
+        changed = _scrub_components(npc, key, pattern, counts, replace, forget)
         if changed:
             self.state.mark(npc.identity.key)
+        return changed
+
+    def _forget_relationship(self, npc: NpcHandle, key: str) -> None:
+        if npc.live:
+            self.relationships.forget(npc, key)
+        else:
+            del npc.relationships.by_player[key]
 
     # ------------------------------------------------------------------ ending a game
 
@@ -650,6 +842,98 @@ class PrivacyService:
         return learned.id
 
 
+def _scrub_components(
+    npc: NpcHandle,
+    key: str,
+    pattern: re.Pattern[str],
+    counts: Counter[str],
+    replace_facts: Callable[[NpcHandle, list[Fact]], None],
+    forget_relationship: Callable[[NpcHandle, str], None],
+) -> bool:
+    """Take out of ``npc`` everything about ``key`` or naming the player (``pattern``);
+    whether anything went. Facts and relationships change through the given calls."""
+    changed = False
+    bank = npc.bank
+    pair = bank.players.pop(key, None)
+    if pair is not None:
+        counts["memories"] += len(pair)
+        changed = True
+    if bank.milestones.pop(key, None) is not None:
+        changed = True
+    for held in (bank.world, *bank.players.values()):
+        removed = _filter_pair(held, lambda m: not privacy_rules.memory_mentions(pattern, m))
+        counts["memories"] += len(removed)
+        changed |= bool(removed)
+    if key in npc.relationships.by_player:
+        forget_relationship(npc, key)
+        counts["relationships"] += 1
+        changed = True
+    working = npc.working
+    for table in (working.open, working.recent, working.conversations):
+        if table.pop(key, None) is not None:
+            counts["conversations"] += table is working.open
+            changed = True
+    for player, turns in list(working.open.items()):
+        kept_turns = [t for t in turns if not privacy_rules.mentions(pattern, t.text, t.speaker)]
+        if len(kept_turns) != len(turns):
+            working.open[player] = kept_turns
+            changed = True
+    for player, summaries in list(working.recent.items()):
+        kept_summaries = [
+            s for s in summaries if not privacy_rules.mentions(pattern, s.summary, s.conversation)
+        ]
+        if len(kept_summaries) != len(summaries):
+            working.recent[player] = kept_summaries
+            changed = True
+    extracted = [c for c in working.extracted if not privacy_rules.mentions(pattern, c)]
+    if len(extracted) != len(working.extracted):
+        working.extracted = extracted
+        changed = True
+    facts = npc.knowledge.facts
+    kept = [f for f in facts if f.subject != key and not privacy_rules.fact_mentions(pattern, f)]
+    if len(kept) != len(facts):
+        counts["facts"] += len(facts) - len(kept)
+        replace_facts(npc, kept)
+        changed = True
+    return changed
+
+
+
+def _pattern_of(key: str, name: str | None) -> re.Pattern[str]:
+    """Finds the key or name (if known) of player ``key``."""
+    pattern = privacy_rules.mention_pattern([key] if name is None else [key, name])
+    assert pattern is not None
+    return pattern
+
+
+def _clean_free(store: SharedStore, key: str, pattern: re.Pattern[str], entry: AuditEntry) -> None:
+    """Forget player ``key`` in the NPC documents no live game server owns, as the
+    store holds them (on the writer thread); counted in ``entry``."""
+    taken = store.take_free(pattern)
+    cleaned: Counter[str] = Counter()
+    for document in taken:
+        _scrub_document(document, key, pattern, cleaned)
+    if taken:
+        store.write([encode_document(d) for d in taken])
+    entry.counts["documents_cleaned"] = entry.counts.get("documents_cleaned", 0) + len(taken)
+
+
+def _scrub_document(document: Document, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> bool:
+    """:func:`_scrub_components` on a stored NPC document (not in the live world)."""
+    handle = handle_of(document)
+    assert isinstance(handle, NpcHandle)
+    return _scrub_components(handle, key, pattern, counts, _set_facts, _drop_relationship)
+
+
+def _set_facts(npc: NpcHandle, facts: list[Fact]) -> None:
+    """``npc`` (a stored document's handle) now knows ``facts``."""
+    npc.knowledge.facts = facts
+
+
+def _drop_relationship(npc: NpcHandle, key: str) -> None:
+    del npc.relationships.by_player[key]
+
+
 def _filter_pair(pair: PairMemories, keep: Callable[[Memory], bool]) -> list[Memory]:
     """Keep the pair's memories ``keep(memory)`` accepts; returns those that went."""
     removed: list[Memory] = []
@@ -663,8 +947,16 @@ def _filter_pair(pair: PairMemories, keep: Callable[[Memory], bool]) -> list[Mem
 
 
 def _set_pending(store: Store, key: str, pending: PendingForget | None) -> None:
+    """Record ``pending`` as the forgetting of ``key`` (``None``: finished). A record
+    already there is kept, with the game servers that have done their part."""
     assert isinstance(store, PrivacyStore)
-    others = [p for p in store.pending_forgets() if p.key != key]
+    records = store.pending_forgets()
+    held = next((p for p in records if p.key == key), None)
+    if pending is not None and held is not None:
+        pending = msgspec.structs.replace(held, name=held.name or pending.name)
+        if pending == held:
+            return
+    others = [p for p in records if p.key != key]
     store.set_pending_forgets(others if pending is None else [*others, pending])
 
 

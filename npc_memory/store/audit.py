@@ -159,19 +159,24 @@ class AuditLog:
             dropped += problems
         return dropped
 
-    def salt(self) -> bytes:
-        """The log's salt for pseudonyms (created, durably, on first use)."""
+    def salt(self, *, create: bool = True) -> bytes:
+        """The log's salt for pseudonyms (created, durably, on first use; without
+        ``create``, ``b""`` while there is none)."""
         path = self.directory / SALT_FILE
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             data = b""
-        if len(data) >= 16:
-            return data
-        self.directory.mkdir(exist_ok=True)
+        if len(data) >= 16 or not create:
+            return data if len(data) >= 16 else b""
         data = os.urandom(16)
-        write_atomic(path, data, keep_previous=False)
+        self.set_salt(data)
         return data
+
+    def set_salt(self, salt: bytes) -> None:
+        """Make ``salt`` the log's salt for pseudonyms (durably)."""
+        self.directory.mkdir(exist_ok=True)
+        write_atomic(self.directory / SALT_FILE, salt, keep_previous=False)
 
 
 __all__ = ["AUDIT_DIR", "AuditLog", "AuditProblem", "AuditReadout", "frame", "now_iso"]

@@ -75,12 +75,15 @@ class PurgeReport(msgspec.Struct, kw_only=True):
     remaining: list[str] = msgspec.field(default_factory=list)
 
 
-class PendingForget(msgspec.Struct, frozen=True, kw_only=True):
+class PendingForget(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A player whose forgetting began and has not finished: what to look for. The
-    record exists only while the forgetting runs (a restart finishes it)."""
+    record exists only while the forgetting runs (a restart finishes it). On a store
+    game servers share, ``acks`` lists the servers (sessions) that have forgotten the
+    player in what they own."""
 
     key: str
     name: str | None = None
+    acks: tuple[int, ...] = ()
 
 
 @runtime_checkable
@@ -102,6 +105,10 @@ class PrivacyStore(Store, Protocol):
 
     def audit_salt(self) -> bytes:
         """The salt of the pseudonyms in the audit log."""
+        ...
+
+    def set_audit_salt(self, salt: bytes) -> None:
+        """Make ``salt`` the salt of the pseudonyms (a copied world keeps its own)."""
         ...
 
 
@@ -137,6 +144,9 @@ class SharedStore(Store, Protocol):
     (see :mod:`npc_memory.store.postgres`): an NPC or player is claimed when it is
     added and given up with the write that follows its removal."""
 
+    session: int
+    """This game server's session (what the servers' records name it by)."""
+
     def claim(self, key: str, kind: str) -> Document | None:
         """Own ``key`` (of ``kind``: "npc" or "player") and return its document as
         stored now, or ``None``; raises ``StoreOwnedError`` if another server owns it."""
@@ -148,4 +158,19 @@ class SharedStore(Store, Protocol):
 
     def other_owners(self) -> list[int]:
         """The other game servers (their sessions) owning documents now."""
+        ...
+
+    def acknowledge_forget(self, key: str) -> None:
+        """Record in ``key``'s pending forgetting that this server has done its part."""
+        ...
+
+    def forget_progress(self, key: str) -> tuple[list[int], int | None]:
+        """The live game servers owning documents that have not done their part of
+        ``key``'s forgetting yet, and the one to finish it (the first live server
+        that did its part; ``None``: none, or no such forgetting)."""
+        ...
+
+    def take_free(self, pattern: re.Pattern[str]) -> list[Document]:
+        """Own the NPC documents no live game server owns in which ``pattern`` may find
+        a mention, as stored now; each is given up with its next write."""
         ...

@@ -38,6 +38,10 @@ it) and the salt of the audit log's pseudonyms (made once per world, so a player
 their pseudonym across runs and game servers). :meth:`PostgresStore.purge` deletes the
 forgotten player's row, redacts every audit entry that names them and then vacuums the
 tables, so no query reaches a row version PostgreSQL kept after an update or a delete.
+While game servers share the world, each records in the pending forgetting that it has
+done its part (:meth:`PostgresStore.acknowledge_forget`); :meth:`PostgresStore.forget_progress`
+says who is still to and who finishes, and :meth:`PostgresStore.take_free` hands over the
+rows no live server owns, to be cleaned.
 (Their bytes may stay in the table files until PostgreSQL reuses the space, and the
 write-ahead log and backups keep history by the server's settings: for erasure on disk
 run ``VACUUM FULL`` on the tables and let the log and backups age out.)
@@ -417,6 +421,89 @@ class PostgresStore:
         )
         assert row is not None
         return bytes(row[0])
+
+    def acknowledge_forget(self, key: str) -> None:
+        """Record in ``key``'s pending forgetting that this session has forgotten the
+        player in what it owns (nothing, if no forgetting of ``key`` is pending)."""
+
+        def acknowledge(conn: psycopg.Connection[Any]) -> None:
+            pending = self._pending_for_update(conn)
+            changed = [
+                msgspec.structs.replace(p, acks=(*p.acks, self.session))
+                if p.key == key and self.session not in p.acks
+                else p
+                for p in pending
+            ]
+            if changed != pending:
+                conn.execute(
+                    "UPDATE npc_memory_privacy SET pending = %s::jsonb WHERE world = %s",
+                    (_encoder.encode(changed).decode("utf-8"), self.world),
+                )
+
+        self._run(acknowledge)
+
+    def forget_progress(self, key: str) -> tuple[list[int], int | None]:
+        """The live sessions owning documents of the world that have not acknowledged
+        ``key``'s forgetting, and the one to finish it: the live acknowledged session
+        with the lowest id (``None``: none, or no such forgetting); one query."""
+
+        def progress(conn: psycopg.Connection[Any]) -> tuple[list[int], int | None]:
+            row = conn.execute(
+                "SELECT p.pending::text, live.ids, coalesce((SELECT array_agg(DISTINCT d.owner) "
+                "FROM npc_memory_documents d WHERE d.world = p.world AND d.owner = ANY(live.ids)), '{}') "
+                f"FROM npc_memory_privacy p, (SELECT {_LIVE} AS ids) live WHERE p.world = %s",
+                (self.world,),
+            ).fetchone()
+            if row is None:
+                return [], None
+            pending = self._decode_with(_pending_decoder, "pending forgetting", row[0])
+            record = next((p for p in pending if p.key == key), None)
+            if record is None:
+                return [], None
+            live, owners = set(row[1]), list(row[2])
+            acked = sorted(set(record.acks) & live)
+            waiting = [int(owner) for owner in owners if owner not in record.acks]
+            return waiting, acked[0] if acked else None
+
+        return self._run(progress)
+
+    def take_free(self, pattern: re.Pattern[str]) -> list[Document]:
+        """Own every NPC document of the world that no live session owns (unowned, or
+        left by a session that is gone) and in which ``pattern`` may find a mention,
+        and return them as stored now; each is given up again with its next write."""
+
+        def take(conn: psycopg.Connection[Any]) -> list[tuple[str, int, str]]:
+            return conn.execute(
+                f"WITH live AS (SELECT {_LIVE} AS ids) UPDATE npc_memory_documents d SET owner = %s "
+                "FROM live WHERE d.world = %s AND d.kind = 'npc' AND d.data IS NOT NULL "
+                "AND (d.owner IS NULL OR NOT d.owner = ANY(live.ids)) AND d.data::text ~* %s "
+                "RETURNING d.key, d.version, d.data::text",
+                (self.session, self.world, _loose(pattern)),
+            ).fetchall()
+
+        rows = self._run(take)
+        documents = [self._decode(key, data) for key, _, data in rows]
+        with self._lock:
+            for key, version, _ in rows:
+                self._versions[key] = version
+                self._releasing.add(key)
+        return documents
+
+    def _pending_for_update(self, conn: psycopg.Connection[Any]) -> list[PendingForget]:
+        row = conn.execute(
+            "SELECT pending::text FROM npc_memory_privacy WHERE world = %s FOR UPDATE", (self.world,)
+        ).fetchone()
+        return [] if row is None else self._decode_with(_pending_decoder, "pending forgetting", row[0])
+
+    def set_audit_salt(self, salt: bytes) -> None:
+        """Make ``salt`` the world's audit salt (a world copied here keeps its pseudonyms)."""
+        self._run(
+            lambda conn: conn.execute(
+                "INSERT INTO npc_memory_privacy (world, salt) VALUES (%s, %s) "
+                "ON CONFLICT (world) DO UPDATE SET salt = excluded.salt",
+                (self.world, salt),
+            )
+        )
 
     def purge(self, pattern: re.Pattern[str], remove: Sequence[str] = ()) -> PurgeReport:
         """Leave no row of the world that ``pattern`` finds, nor an older version of one.

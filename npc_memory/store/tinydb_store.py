@@ -428,8 +428,13 @@ class TinyDBStore:
         return len(self._audit.repair())
 
     def audit_salt(self) -> bytes:
-        """The salt of the pseudonyms that stand for players in the audit log."""
-        return self._audit.salt()
+        """The salt of the pseudonyms that stand for players in the audit log (made on
+        first use; a read-only store without one returns ``b""``)."""
+        return self._audit.salt(create=not self.read_only)
+
+    def set_audit_salt(self, salt: bytes) -> None:
+        """Make ``salt`` the audit log's salt (a world copied here keeps its pseudonyms)."""
+        self._audit.set_salt(salt)
 
     def check_file(self, path: Path, *, as_name: str | None = None) -> None:
         """Decode one data file (metadata or document) as loading would, and check its

@@ -9,7 +9,7 @@ import os
 import msgspec
 
 from npc_memory.errors import StoreError
-from npc_memory.store.base import Store, StoreContents
+from npc_memory.store.base import PrivacyStore, Store, StoreContents
 from npc_memory.store.documents import AuditEntry, encode_document
 from npc_memory.store.migrations import MigrationContext
 from npc_memory.store.tinydb_store import TinyDBStore
@@ -53,6 +53,15 @@ def read_store(
         store.close()
 
 
+def _audit_salt(source: str | os.PathLike[str], world: str | None) -> bytes:
+    """The salt of the audit log's pseudonyms in the store at ``source`` (``b""``: none)."""
+    store = open_store(source, world=world, create=False)
+    try:
+        return store.audit_salt() if isinstance(store, PrivacyStore) else b""
+    finally:
+        store.close()
+
+
 def describe(target: str | os.PathLike[str]) -> str:
     """``target`` as it may be printed (a URL without its password)."""
     if not is_url(target):
@@ -79,6 +88,7 @@ def migrate_store(
     (default: the world the source's metadata names). The target must hold no
     documents; the source is only read."""
     contents, entries = read_store(source, world=world)
+    salt = _audit_salt(source, world)
     named = contents.meta.world if contents.meta is not None else ""
     name = world or named or DEFAULT_WORLD
     writer = open_store(target, world=name)
@@ -90,6 +100,8 @@ def migrate_store(
                 "migrate copies into an empty store only"
             )
         documents = [encode_document(contents.documents[key]) for key in sorted(contents.documents)]
+        if salt and isinstance(writer, PrivacyStore):  # the pseudonyms stay the same
+            writer.set_audit_salt(salt)
         writer.write(documents, contents.meta)
         for entry in entries:
             writer.append_audit(entry)
