@@ -34,7 +34,7 @@ schema.ExtractionRules`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from npc_memory.components.memory import MemoryKind, Valence
 from npc_memory.content.schema import ExtractionRules, ExtractionTag, Who
@@ -101,6 +101,32 @@ class Hit:
     clause: Clause
     claim: bool
     offer: bool = False
+
+
+@dataclass
+class Reading:
+    """A transcript being read, one line per :meth:`RuleBasedExtractor.step`, so that a
+    reading can stop at a deadline and resume where it stopped: the clauses and tags
+    found so far and the lines worth keeping as gist. ``memories`` is set (and ``done``)
+    once every line is read."""
+
+    job: ExtractionJob
+    roles: list[Role]
+    names: frozenset[str]
+    line: int = 0
+    """The next line to read."""
+    clauses: list[Clause] = field(default_factory=list)
+    hits: list[Hit] = field(default_factory=list)
+    gist: list[tuple[int, float, str]] = field(default_factory=list)
+    """(line, importance, statement) of the informative lines read so far."""
+    seen: set[str] = field(default_factory=set)
+    """The words of the lines read so far (how new a line's words are)."""
+    memories: tuple[ExtractedMemory, ...] | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether every line is read and ``memories`` is set."""
+        return self.memories is not None
 
 
 def _words(words: list[str]) -> str:
@@ -178,15 +204,15 @@ class RuleBasedExtractor:
 
     def clauses(self, job: ExtractionJob) -> list[Clause]:
         """The clauses of ``job``'s transcript, read for subject and mood."""
-        names = frozenset(
-            word for name in (job.npc_name, job.player_name) for word in re.findall(r"[a-z']+", name.lower())
-        )
-        return self._reader.clauses(job.turns, self.roles(job), names)
+        return self._reader.clauses(job.turns, self.roles(job), _names(job))
 
     def hits(self, job: ExtractionJob, clauses: list[Clause] | None = None) -> list[Hit]:
         """Every tag found in ``job``'s clauses, in order, with who it is credited to."""
+        return self._hits(self.clauses(job) if clauses is None else clauses)
+
+    def _hits(self, clauses: list[Clause]) -> list[Hit]:
         found = []
-        for clause in self.clauses(job) if clauses is None else clauses:
+        for clause in clauses:
             starts = {w[:n] for w in _WORD.findall(clause.text.lower().replace("'", "")) for n in (1, 2, 3)}
             for cue in self._cues:
                 if cue.who not in ("any", clause.role) or (cue.stems is not None and not cue.stems & starts):
@@ -231,10 +257,41 @@ class RuleBasedExtractor:
 
     def extract(self, job: ExtractionJob) -> tuple[ExtractedMemory, ...]:
         """The memories worth keeping from ``job``'s conversation (deterministic)."""
+        reading = self.read(job)
+        while not self.step(reading):
+            pass
+        return reading.memories or ()
+
+    def read(self, job: ExtractionJob) -> Reading:
+        """Start reading ``job``'s transcript: :meth:`step` reads it a line at a time."""
+        return Reading(job, self.roles(job), _names(job))
+
+    def step(self, reading: Reading) -> bool:
+        """Read the next line of ``reading`` (its clauses, their tags and whether it says
+        something worth keeping), or, after the last line, turn what was read into its
+        memories. Returns whether the reading is done; the memories are the same however
+        the steps are spread over time."""
+        if reading.memories is not None:
+            return True
+        job = reading.job
+        if reading.line >= len(job.turns):
+            reading.memories = self._memories(reading)
+            return True
+        line = reading.line
+        clauses = self._reader.line(job.turns[line], line, reading.roles[line], reading.names)
+        reading.clauses += clauses
+        reading.hits += self._hits(clauses)
+        scored = self._score(job, line, reading.seen)
+        if scored is not None:
+            reading.gist.append(scored)
+        reading.line += 1
+        return False
+
+    def _memories(self, reading: Reading) -> tuple[ExtractedMemory, ...]:
+        """The memories of a transcript read to its end."""
+        job, hits = reading.job, reading.hits
         if not job.turns:
             return ()
-        clauses = self.clauses(job)
-        hits = self.hits(job, clauses)
         events: dict[tuple[Actor, str], list[Hit]] = {}
         facts: dict[int, Hit] = {}
         for hit in hits:
@@ -258,7 +315,7 @@ class RuleBasedExtractor:
         by_player_first = sorted(facts.items(), key=lambda item: item[1].actor != "player")
         memories += [self._fact(job, line, hit) for line, hit in by_player_first]
         used |= facts.keys()
-        memories += self._gist(job, used)
+        memories += self._gist(job, reading.roles, [item for item in reading.gist if item[0] not in used])
         limit = min(self.rules.max_memories, max(3, round(len(job.turns) * self.rules.memories_per_line)))
         kept: list[ExtractedMemory] = []
         seen: set[str] = set()
@@ -356,32 +413,38 @@ class RuleBasedExtractor:
             actor=hit.actor,
         )
 
-    def _gist(self, job: ExtractionJob, used: set[int]) -> list[ExtractedMemory]:
-        """Stretches of talk that say something without matching a cue, weightiest
-        first: runs of up to ``gist_lines`` informative lines, each in its speaker's words."""
+    def _score(self, job: ExtractionJob, line: int, seen: set[str]) -> tuple[int, float, str] | None:
+        """(line, importance, statement) if line ``line`` says something worth keeping as
+        gist (``seen``: the words of the lines before it, updated with this one's)."""
         rules = self.rules
-        seen: set[str] = set()
-        scored: list[tuple[int, float, str]] = []  # (line, importance, statement) of informative lines
-        for line, turn in enumerate(job.turns):
-            statement = self._statement(job, line)
-            words = [t for t in terms(statement) if t not in self._small_talk and len(t) > 2]
-            novel = [t for t in words if t not in seen]
-            seen.update(words)
-            asks_only = statement == turn.text and "?" in turn.text[-2:]
-            if line in used or asks_only or len(set(words)) < rules.gist_min_terms:
-                continue
-            feeling = len(self._emotion.findall(statement)) if self._emotion is not None else 0
-            emotion = min(1.0, feeling / 2)
-            novelty = len(set(novel)) / max(1, len(set(words)))
-            importance = min(
-                0.8,
-                rules.gist_importance
-                + 0.3 * min(1.0, len(set(words)) / 12)  # how much it says
-                + 0.15 * self._specificity(statement)
-                + 0.15 * emotion
-                + 0.1 * novelty,
-            )
-            scored.append((line, importance, statement))
+        turn = job.turns[line]
+        statement = self._statement(job, line)
+        words = [t for t in terms(statement) if t not in self._small_talk and len(t) > 2]
+        novel = [t for t in words if t not in seen]
+        seen.update(words)
+        asks_only = statement == turn.text and "?" in turn.text[-2:]
+        if asks_only or len(set(words)) < rules.gist_min_terms:
+            return None
+        feeling = len(self._emotion.findall(statement)) if self._emotion is not None else 0
+        emotion = min(1.0, feeling / 2)
+        novelty = len(set(novel)) / max(1, len(set(words)))
+        importance = min(
+            0.8,
+            rules.gist_importance
+            + 0.3 * min(1.0, len(set(words)) / 12)  # how much it says
+            + 0.15 * self._specificity(statement)
+            + 0.15 * emotion
+            + 0.1 * novelty,
+        )
+        return line, importance, statement
+
+    def _gist(
+        self, job: ExtractionJob, roles: list[Role], scored: list[tuple[int, float, str]]
+    ) -> list[ExtractedMemory]:
+        """Stretches of talk that say something without matching a cue, weightiest
+        first: runs of up to ``gist_lines`` informative lines (``scored``, see
+        :meth:`_score`), each in its speaker's words."""
+        rules = self.rules
         runs: list[list[tuple[int, float, str]]] = []
         for item in scored:
             run = runs[-1] if runs else None
@@ -389,7 +452,6 @@ class RuleBasedExtractor:
                 run.append(item)
             else:
                 runs.append([item])
-        roles = self.roles(job)
         found: list[tuple[float, int, ExtractedMemory]] = []
         for run in runs:
             lead = max(run, key=lambda item: item[1])
@@ -425,6 +487,14 @@ class RuleBasedExtractor:
             + weights.per_exclamation * min(text.count("!"), weights.max_exclamations)
             + weights.per_heat_word * min(heat, weights.max_heat_words),
         )
+
+
+def _names(job: ExtractionJob) -> frozenset[str]:
+    """The words of the NPC's and the player's names, lower-case (skipped where a line
+    addresses someone by name)."""
+    return frozenset(
+        word for name in (job.npc_name, job.player_name) for word in re.findall(r"[a-z']+", name.lower())
+    )
 
 
 def is_offer(text: str) -> bool:

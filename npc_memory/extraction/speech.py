@@ -40,6 +40,7 @@ _NOT_NAMES = frozenset((*FIRST, *SECOND, *PERSONS, *THINGS, "please", "no", "yes
                         "with", "for", "in", "on", "at", "from", "by", "about", "to", "of", "like", "just"))
 NUMBERS = frozenset(("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
                      "twelve", "twenty", "thirty", "forty", "fifty", "hundred", "half", "a", "an"))
+_NOT_NAMES_OR_NUMBERS = NUMBERS | _NOT_NAMES
 AGENTS: dict[str, Subject] = {
     **dict.fromkeys(("i", "i'm", "i've", "i'll", "i'd", "we", "we're", "we've", "we'll", "we'd"), "first"),
     **dict.fromkeys(("you", "you're", "you've", "you'll", "you'd"), "second"),
@@ -95,15 +96,21 @@ class Reader:
         lower-case, are skipped where a line addresses someone by name)."""
         found = []
         for index, (turn, role) in enumerate(zip(turns, roles, strict=True)):
-            for sentence in _SENTENCE.findall(turn.text.translate(_SOFT_PUNCT)):
-                sentence = sentence.strip()
-                if not sentence:
-                    continue
-                question = sentence.rstrip().endswith("?")
-                parts = [p for p in _CLAUSE.split(sentence) if p and p.strip(" .!?")]
-                conditional = any(self.conditional.search(part) for part in parts)
-                for number, part in enumerate(parts):
-                    found.append(self._clause(part, index, role, question, conditional, names, number == 0))
+            found += self.line(turn, index, role, names)
+        return found
+
+    def line(self, turn: Turn, index: int, role: Role, names: frozenset[str]) -> list[Clause]:
+        """The clauses of ``turn``, line ``index`` of a transcript, said by ``role``."""
+        found = []
+        for sentence in _SENTENCE.findall(turn.text.translate(_SOFT_PUNCT)):
+            sentence = sentence.strip()
+            if not sentence:
+                continue
+            question = sentence.rstrip().endswith("?")
+            parts = [p for p in _CLAUSE.split(sentence) if p and p.strip(" .!?")]
+            conditional = any(self.conditional.search(part) for part in parts)
+            for number, part in enumerate(parts):
+                found.append(self._clause(part, index, role, question, conditional, names, number == 0))
         return found
 
     def _clause(
@@ -121,7 +128,7 @@ class Reader:
         while start < len(words) and (words[start] in self.openers or words[start] in names):
             start += 1
         subject = self.subject(words[start:])
-        if subject == "other" and start < len(words) and words[start] not in NUMBERS | _NOT_NAMES:
+        if subject == "other" and start < len(words) and words[start] not in _NOT_NAMES_OR_NUMBERS:
             original = _WORD_ANY_CASE.findall(text)
             if start < len(original) and original[start][:1].isupper():
                 subject = "person"  # a name: "Bob stole my hammer"
