@@ -73,6 +73,10 @@ class TickShare:
         self.own_ms = own_ms
         self.skipped = 0
         """Ticks in a row this system found the tick's budget spent."""
+        self.tick_deadline = math.inf
+        """``time.perf_counter()`` value at which the tick's budget is spent, as of the last
+        :meth:`deadline`: a system may go past its own deadline up to it only to finish a
+        piece of work it has begun (so a quiet tick completes it)."""
 
     def deadline(self) -> float | None:
         """``time.perf_counter()`` value at which to stop this tick's work (after at
@@ -82,10 +86,12 @@ class TickShare:
             tick.left -= now - tick.charged_to  # what the systems before this one took
         tick.charged_to = now
         if tick.left <= 0.0:
+            self.tick_deadline = now
             if self.skipped < tick.starve_ticks:
                 self.skipped += 1
                 return None
             self.skipped = 0
             return now  # starving: one unit of work
         self.skipped = 0
+        self.tick_deadline = now + tick.left
         return now + min(self.own_ms / 1000.0, tick.left)
