@@ -156,6 +156,9 @@ class ExtractionPipeline:
         is idempotent per conversation), so a crash never loses one."""
         self.released_total = 0
         """How many jobs were ever handed out (the number of the last in ``released``)."""
+        self.restored: set[str] = set()
+        """Conversations of the jobs taken back after a restart and not applied since: a
+        snapshot may hold part of their result already (applied a memory per step)."""
         self.reading: Reading | None = None
         """The rules' reading of the job first in the queue, while it is read a line per
         step (see :meth:`advance`): it stays queued, so saved as pending, until read."""
@@ -173,6 +176,7 @@ class ExtractionPipeline:
         whose LLM call was already paid for is never sent again (its answer is applied
         as it came, or the rules extract it); the others are queued."""
         for job in jobs:
+            self.restored.add(job.conversation)
             paid = job.paid
             if paid is None:
                 self.queue.append(job)

@@ -168,10 +168,6 @@ class RuleBasedExtractor:
             for tag, entry in self.rules.tags.items()
             for cue in entry.cues
         )
-        self._any_cue = _any_of(
-            [word for entry in self.rules.tags.values() for cue in entry.cues for word in cue.words]
-        )
-        """Every cue word at once: a clause none of them matches has no tag (one search)."""
         self._groups = {tag: entry.group or tag for tag, entry in self.rules.tags.items()}
         self._group_order = {group: i for i, (group, _) in enumerate(self.rules.groups())}
         negations = self.rules.negations
@@ -216,10 +212,7 @@ class RuleBasedExtractor:
 
     def _hits(self, clauses: list[Clause]) -> list[Hit]:
         found = []
-        any_cue = self._any_cue
         for clause in clauses:
-            if any_cue is None or any_cue.search(clause.text) is None:
-                continue
             starts = {w[:n] for w in _WORD.findall(clause.text.lower().replace("'", "")) for n in (1, 2, 3)}
             for cue in self._cues:
                 if cue.who not in ("any", clause.role) or (cue.stems is not None and not cue.stems & starts):

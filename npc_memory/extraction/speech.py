@@ -90,6 +90,8 @@ class Reader:
             re.compile(rf"^\W*(?:{'|'.join(rules.requests)})\b", re.IGNORECASE) if rules.requests else None
         )
         self.conditional = re.compile(r"^\W*(?:if|unless|imagine|suppose|supposing|what if)\b", re.IGNORECASE)
+        self.mood = _alternatives([*rules.hypotheticals, *rules.hearsay, *rules.figures])
+        """Every hypothetical, hearsay and figure marker at once: most clauses have none (one search)."""
 
     def clauses(self, turns: tuple[Turn, ...], roles: list[Role], names: frozenset[str]) -> list[Clause]:
         """Every clause of ``turns`` (``roles[i]`` says who said line ``i``; ``names``,
@@ -135,6 +137,7 @@ class Reader:
         if subject == "other" and not first_clause and len(words) <= 2 and not set(words) & _POINTERS:
             subject = "second"  # a lone name for the listener after a comma: "..., traitor."
         request = question and self.request is not None and bool(self.request.search(" ".join(words[start:])))
+        marked = self.mood is not None and self.mood.search(text) is not None
         return Clause(
             text=text,
             line=line,
@@ -143,9 +146,9 @@ class Reader:
             question=question,
             request=request,
             hypothetical=conditional
-            or (self.hypothetical is not None and bool(self.hypothetical.search(text))),
-            hearsay=self.hearsay is not None and bool(self.hearsay.search(text)),
-            figure=self.figure is not None and bool(self.figure.search(text)),
+            or (marked and self.hypothetical is not None and bool(self.hypothetical.search(text))),
+            hearsay=marked and self.hearsay is not None and bool(self.hearsay.search(text)),
+            figure=marked and self.figure is not None and bool(self.figure.search(text)),
         )
 
     def subject(self, words: list[str]) -> Subject:

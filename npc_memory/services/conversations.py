@@ -36,6 +36,9 @@ RULES_CONFIDENCE = 0.7
 LLM_CONFIDENCE = 0.9
 """Confidence of memories the LLM extractor made."""
 
+STEP_WEIGHT = 0.1
+"""Weight of the latest step in the moving average of what a step of extraction takes."""
+
 
 class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
     """What ``end_conversation`` did: the conversation's id, its working-memory summary,
@@ -69,6 +72,9 @@ class Applying:
     scope: Scope
     talk: TalkDay
     rel: Relationship
+    resumed: bool = False
+    """Part of the result may be held already (restored or parked while applied): a
+    memory held from the conversation is taken as applied, not stored again."""
     next: int = 0
     ids: list[str] = field(default_factory=list)
     deltas: dict[Dimension, float] = field(default_factory=dict)
@@ -102,6 +108,10 @@ class ConversationService:
         memories that mention one are not stored, waiting jobs that do are dropped."""
         self.applying: Applying | None = None
         """The first ready result while it is applied a memory per step (see :meth:`work`)."""
+        self.step_cost = 0.0
+        """What a step of extraction work took lately (seconds; a moving average)."""
+        self.partial: set[str] = set()
+        """Conversations whose result was parked part-applied (its NPC or player left)."""
 
     def say(self, npc: NpcHandle, player: PlayerHandle, line: Turn, max_turns: int) -> None:
         """Append ``line`` to the open conversation of ``npc`` and ``player``."""
@@ -205,7 +215,10 @@ class ConversationService:
         applied = dispatched = 0
         finish_by = deadline if finish_by is None or deadline is None else max(deadline, finish_by)
         read: ExtractionJob | None = None  # the job read to its end this tick
+        clock = time.perf_counter
+        now = clock()
         while True:
+            started = now
             if pipeline.ready and applied < budgets.extraction_apply_per_tick:
                 applied += self._apply_step()
             elif dispatched < budgets.extraction_dispatch_per_tick and pipeline.can_advance():
@@ -215,13 +228,15 @@ class ConversationService:
                 dispatched += done
             else:
                 return
+            now = clock()
+            self.step_cost += STEP_WEIGHT * (now - started - self.step_cost)
             if deadline is None or finish_by is None:
                 continue
             begun = pipeline.reading is not None or (
                 read is not None and any(result.job is read for result in pipeline.ready)
             )
-            if time.perf_counter() > (finish_by if begun else deadline):
-                return
+            if now + self.step_cost > (finish_by if begun else deadline):
+                return  # the next step would likely end past the deadline
 
     def _apply_step(self) -> int:
         """Apply the next memory of the first ready result (starting it first); returns 1
@@ -264,6 +279,7 @@ class ConversationService:
             scope=self._scope(player),
             talk=self._talk_today(job.npc, job.player),
             rel=self.relationships.peek(npc, job.player, player.faction.faction),
+            resumed=job.conversation in self.partial or job.conversation in self.pipeline.restored,
         )
 
     def _still(self, applying: Applying) -> bool:
@@ -277,7 +293,8 @@ class ConversationService:
         registry = self.state.registry
         npc, player = registry.live_npc(job.npc), registry.live_player(job.player)
         if npc is not applying.npc or player is not applying.player:
-            self.pipeline.parked.append(result)  # applied again from its start: held memories are reinforced
+            self.pipeline.parked.append(result)  # applied again from its start, skipping what is held
+            self.partial.add(job.conversation)
             return False
         return True
 
@@ -292,6 +309,9 @@ class ConversationService:
             self._remember(applying, extracted)
             return False
         npc.working.mark_extracted(job.conversation)
+        if applying.resumed:
+            self.partial.discard(job.conversation)
+            self.pipeline.restored.discard(job.conversation)
         self.state.mark(npc.identity.key)
         if applying.deltas:
             self.relationships.change(npc, job.player, applying.deltas)
@@ -315,8 +335,13 @@ class ConversationService:
         job, npc = applying.result.job, applying.npc
         if privacy_rules.mentions(self.unmentionable, extracted.content):
             return
+        held = (
+            self.memories.held_from(npc, job.player, job.conversation, extracted.content)
+            if applying.resumed
+            else None
+        )
         try:
-            memory = self.memories.remember(
+            memory = held or self.memories.remember(
                 npc,
                 job.player,
                 extracted.content,
@@ -339,7 +364,7 @@ class ConversationService:
             return  # what the NPC itself said: kept, never held for or against the player
         tags = self.state.pack.extraction.tags
         told = [t for t in extracted.tags if t in tags]
-        if told and not extracted.claim and not any(tags[t].private for t in told):
+        if told and held is None and not extracted.claim and not any(tags[t].private for t in told):
             self.knowledge.learn(
                 npc,
                 content=memory.content,
@@ -390,6 +415,11 @@ class ConversationService:
         self.talk = {pair: talk for pair, talk in self.talk.items() if key not in pair}
         self.pipeline.forget_jobs_of(key)
         self.forgotten[key] = self.state.clock.now
+        applying, ready = self.applying, self.pipeline.ready
+        if applying is not None and key in (applying.result.job.npc, applying.result.job.player):
+            if ready and ready[0] is applying.result:
+                ready.popleft()  # stopped midway: what it stored goes with the key
+            self.applying = None
 
     def pending(self) -> list[ExtractionJob]:
         """The pipeline's jobs not yet applied, but those about a forgotten NPC or player
@@ -416,6 +446,8 @@ class ConversationService:
         before = len(pipeline.queue) + len(pipeline.parked) + len(pipeline.ready)
         pipeline.parked = [r for r in pipeline.parked if not self.dropped(r.job)]
         pipeline.ready = deque(r for r in pipeline.ready if not self.dropped(r.job))
+        if self.applying is not None and not (pipeline.ready and pipeline.ready[0] is self.applying.result):
+            self.applying = None
         kept = [job for job in pipeline.queue if not self.dropped(job)]
         if len(kept) != len(pipeline.queue):
             pipeline.queue.clear()

@@ -20,6 +20,10 @@ import time
 STARVE_TICKS = 4
 """Ticks a system may be skipped in a row before it does one unit of work anyway."""
 
+QUIET = 0.1
+"""A tick whose systems (but the one asking) spent less than this share of the budget
+leaves the next one quiet (see :attr:`TickShare.borrow_until`)."""
+
 CLOSE_TIMEOUT = 0.002
 """Real seconds the writer waits for a tick to close before it works anyway (a tick
 that raised never closes; a save called from inside a tick must not deadlock)."""
@@ -37,6 +41,8 @@ class TickBudget:
         self.charged_to: float | None = None
         """``time.perf_counter()`` up to which the running tick is charged (``None``:
         no budgeted system has started yet)."""
+        self.last_spent = 0.0
+        """Seconds of its budget the last tick's systems spent."""
         self.idle = threading.Event()
         """Set while no tick runs: the store's writer thread works in the game's idle
         time and holds the interpreter at most one unit of work into a tick."""
@@ -50,6 +56,10 @@ class TickBudget:
 
     def close(self) -> None:
         """The tick ended (EventSystem)."""
+        left = self.left
+        if self.charged_to is not None:
+            left -= time.perf_counter() - self.charged_to  # what the last budgeted system took
+        self.last_spent = self.total_ms / 1000.0 - left if left != math.inf else 0.0
         self.left = math.inf
         self.charged_to = None
         self.idle.set()
@@ -73,10 +83,15 @@ class TickShare:
         self.own_ms = own_ms
         self.skipped = 0
         """Ticks in a row this system found the tick's budget spent."""
-        self.tick_deadline = math.inf
-        """``time.perf_counter()`` value at which the tick's budget is spent, as of the last
-        :meth:`deadline`: a system may go past its own deadline up to it only to finish a
-        piece of work it has begun (so a quiet tick completes it)."""
+        self.borrow_until = math.inf
+        """``time.perf_counter()`` value up to which, as of the last :meth:`deadline`, this
+        system may go past its deadline to finish a piece of work it has begun: the end
+        of the tick's budget; no limit when the world is quiet (the other systems spent
+        less than ``QUIET`` of the budget last tick, or there was no last tick), so a
+        quiet tick completes what it begins."""
+        self.started = 0.0
+        self.last_used = 0.0
+        """Seconds this system worked in the last tick (see :meth:`done`)."""
 
     def deadline(self) -> float | None:
         """``time.perf_counter()`` value at which to stop this tick's work (after at
@@ -85,13 +100,20 @@ class TickShare:
         if tick.charged_to is not None:
             tick.left -= now - tick.charged_to  # what the systems before this one took
         tick.charged_to = now
+        used, self.last_used, self.started = self.last_used, 0.0, now
         if tick.left <= 0.0:
-            self.tick_deadline = now
+            self.borrow_until = now
             if self.skipped < tick.starve_ticks:
                 self.skipped += 1
                 return None
             self.skipped = 0
             return now  # starving: one unit of work
         self.skipped = 0
-        self.tick_deadline = now + tick.left
+        quiet = tick.last_spent - used < QUIET * tick.total_ms / 1000.0
+        self.borrow_until = math.inf if quiet else now + tick.left
         return now + min(self.own_ms / 1000.0, tick.left)
+
+    def done(self) -> None:
+        """This system's work of the tick is over (a system that borrows says so, so that
+        what it spent is not counted as the others')."""
+        self.last_used = time.perf_counter() - self.started
