@@ -15,6 +15,7 @@ import npc_memory
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.events import MemoriesExtracted
 from npc_memory.services.conversations import ConversationService
+from npc_memory.state import TickBudget
 from npc_memory.systems.extraction import ExtractionSystem
 
 from .conftest import tick
@@ -148,7 +149,7 @@ def test_a_quiet_tick_completes_a_conversation_within_the_default_budgets(villag
     plugin.say("hilda", "alice", "Alice", "Bandits are attacking the village! Help me!")
     plugin.say("hilda", "alice", "Hilda", "I'll get my sword. Together we'll drive them off.")
     plugin.end_conversation("hilda", "alice")
-    tick("test")  # a warm-up tick: the first after install compiles what it first uses
+    tick("test", 3)  # the first ticks after install are slow (first uses): then the world is quiet
     plugin.say("hilda", "bram", "Bram", "I fought off three wolves at the mill.")
     plugin.say("hilda", "bram", "Hilda", "You saved us, Bram. I owe you my life.")
     plugin.end_conversation("hilda", "bram")
@@ -217,3 +218,21 @@ def test_forgetting_the_player_drops_a_job_stopped_midway(stop: str) -> None:
     )
     assert all(job.player != "alice" for job in plugin.extraction.unsaved())
     assert plugin.npc("hilda").bank.pair("alice") is None  # nothing of the dropped result was kept
+
+
+def test_a_tick_is_quiet_when_the_last_left_its_budget_to_the_asking_system() -> None:
+    budget = TickBudget(0.8)
+    extraction, gossip = budget.share(0.3), budget.share(0.2)
+    budget.open()
+    assert extraction.deadline() is not None and extraction.quiet  # no tick before: quiet
+    extraction.last_used = 0.0007  # as if it had worked 0.7 ms
+    budget.close()
+    budget.last_spent = 0.00075  # the tick spent 0.75 ms: 0.05 ms by the others
+    budget.open()
+    assert extraction.deadline() is not None and extraction.quiet
+    assert gossip.deadline() is not None and not gossip.quiet  # for gossip, the 0.7 ms were another's
+    budget.close()
+    budget.last_spent = 0.0009  # the budget ran out: not quiet, whoever spent it
+    budget.open()
+    extraction.last_used = 0.0009
+    assert extraction.deadline() is not None and not extraction.quiet

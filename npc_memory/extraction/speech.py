@@ -10,8 +10,9 @@ are content: they come from a pack's ``[extraction]`` section.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from npc_memory.content.schema import ExtractionRules
 from npc_memory.extraction.model import Turn
@@ -58,8 +59,7 @@ _WORD_ANY_CASE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?", re.IGNORECASE)
 _SOFT_PUNCT = str.maketrans({"’": "'", "‘": "'"})
 
 
-@dataclass(frozen=True)
-class Clause:
+class Clause(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One clause of a line: its text, who said it, what it is about and its mood."""
 
     text: str

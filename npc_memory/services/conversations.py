@@ -36,9 +36,6 @@ RULES_CONFIDENCE = 0.7
 LLM_CONFIDENCE = 0.9
 """Confidence of memories the LLM extractor made."""
 
-STEP_WEIGHT = 0.1
-"""Weight of the latest step in the moving average of what a step of extraction takes."""
-
 
 class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
     """What ``end_conversation`` did: the conversation's id, its working-memory summary,
@@ -108,8 +105,6 @@ class ConversationService:
         memories that mention one are not stored, waiting jobs that do are dropped."""
         self.applying: Applying | None = None
         """The first ready result while it is applied a memory per step (see :meth:`work`)."""
-        self.step_cost = 0.0
-        """What a step of extraction work took lately (seconds; a moving average)."""
         self.partial: set[str] = set()
         """Conversations whose result was parked part-applied (its NPC or player left)."""
 
@@ -201,24 +196,19 @@ class ConversationService:
         while applying is not None and not self._apply_next(applying):
             pass
 
-    def work(self, deadline: float | None, finish_by: float | None = None) -> None:
+    def work(self, deadline: float | None, *, finish_begun: bool = False) -> None:
         """The extraction work of one tick, a step at a time, stopping at the pack's count
         caps or once ``time.perf_counter()`` passes ``deadline`` (after at least one step):
         apply the results ready, a memory per step (the result being applied stays first
         in line, so it is saved as pending until it is complete), then dispatch queued
-        jobs (offline: the rules read a line per step). A conversation begun (being read,
-        or read this tick and being applied) goes on past ``deadline`` up to
-        ``finish_by`` (the tick's deadline), so a quiet tick completes it. Work stopped
-        resumes next tick where it stopped."""
+        jobs (offline: the rules read a line per step). With ``finish_begun`` (a quiet
+        world) a conversation begun, being read or read this tick and being applied, is
+        finished past ``deadline``. Work stopped resumes next tick where it stopped."""
         pipeline, budgets = self.pipeline, self.state.pack.budgets
         pipeline.collect()
         applied = dispatched = 0
-        finish_by = deadline if finish_by is None or deadline is None else max(deadline, finish_by)
         read: ExtractionJob | None = None  # the job read to its end this tick
-        clock = time.perf_counter
-        now = clock()
         while True:
-            started = now
             if pipeline.ready and applied < budgets.extraction_apply_per_tick:
                 applied += self._apply_step()
             elif dispatched < budgets.extraction_dispatch_per_tick and pipeline.can_advance():
@@ -228,15 +218,13 @@ class ConversationService:
                 dispatched += done
             else:
                 return
-            now = clock()
-            self.step_cost += STEP_WEIGHT * (now - started - self.step_cost)
-            if deadline is None or finish_by is None:
+            if deadline is None or time.perf_counter() <= deadline:
                 continue
             begun = pipeline.reading is not None or (
                 read is not None and any(result.job is read for result in pipeline.ready)
             )
-            if now + self.step_cost > (finish_by if begun else deadline):
-                return  # the next step would likely end past the deadline
+            if not (finish_begun and begun):
+                return
 
     def _apply_step(self) -> int:
         """Apply the next memory of the first ready result (starting it first); returns 1

@@ -22,7 +22,7 @@ STARVE_TICKS = 4
 
 QUIET = 0.1
 """A tick whose systems (but the one asking) spent less than this share of the budget
-leaves the next one quiet (see :attr:`TickShare.borrow_until`)."""
+leaves the next one quiet (see :attr:`TickShare.quiet`)."""
 
 CLOSE_TIMEOUT = 0.002
 """Real seconds the writer waits for a tick to close before it works anyway (a tick
@@ -83,13 +83,13 @@ class TickShare:
         self.own_ms = own_ms
         self.skipped = 0
         """Ticks in a row this system found the tick's budget spent."""
-        self.borrow_until = math.inf
-        """``time.perf_counter()`` value up to which, as of the last :meth:`deadline`, this
-        system may go past its deadline to finish a piece of work it has begun: the end
-        of the tick's budget; no limit when the world is quiet (the other systems spent
-        less than ``QUIET`` of the budget last tick, or there was no last tick), so a
-        quiet tick completes what it begins."""
+        self.quiet = True
+        """Whether the world was quiet as of the last :meth:`deadline`: the last tick left
+        some of its budget and the other systems spent less than ``QUIET`` of it (or
+        there was no last tick). A system may then finish a piece of work it has begun
+        past its deadline, so that a quiet tick completes it."""
         self.started = 0.0
+        """``time.perf_counter()`` at this system's last :meth:`deadline`."""
         self.last_used = 0.0
         """Seconds this system worked in the last tick (see :meth:`done`)."""
 
@@ -101,19 +101,18 @@ class TickShare:
             tick.left -= now - tick.charged_to  # what the systems before this one took
         tick.charged_to = now
         used, self.last_used, self.started = self.last_used, 0.0, now
+        budget = tick.total_ms / 1000.0
+        self.quiet = tick.last_spent < budget and tick.last_spent - used < QUIET * budget
         if tick.left <= 0.0:
-            self.borrow_until = now
             if self.skipped < tick.starve_ticks:
                 self.skipped += 1
                 return None
             self.skipped = 0
             return now  # starving: one unit of work
         self.skipped = 0
-        quiet = tick.last_spent - used < QUIET * tick.total_ms / 1000.0
-        self.borrow_until = math.inf if quiet else now + tick.left
         return now + min(self.own_ms / 1000.0, tick.left)
 
     def done(self) -> None:
-        """This system's work of the tick is over (a system that borrows says so, so that
-        what it spent is not counted as the others')."""
+        """This system's work of the tick is over: what it spent is not counted against
+        :attr:`quiet` for it next tick (a system that reads :attr:`quiet` says so)."""
         self.last_used = time.perf_counter() - self.started
