@@ -33,8 +33,11 @@ schema.ExtractionRules`).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
+
+import msgspec
 
 from npc_memory.components.memory import MemoryKind, Valence
 from npc_memory.content.schema import ExtractionRules, ExtractionTag, Who
@@ -91,8 +94,7 @@ def _stems(words: list[str]) -> frozenset[str] | None:
     return frozenset(found)
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(msgspec.Struct, frozen=True, gc=False):
     """A tag found in a clause, credited to ``actor``; ``claim`` when it is the
     player's own account of a deed."""
 
@@ -143,7 +145,12 @@ DEFAULT_RULES = ExtractionRules()
 RULE_TAGS: frozenset[str] = frozenset(DEFAULT_RULES.tags)
 """Every tag the rule-based extractor can produce with the default rules."""
 
+CACHED_LINES = 4096
+"""Readings of lines kept for lines said again."""
+
 _WORD = re.compile(r"[a-z0-9']+")
+_NAME_WORD = re.compile(r"[a-z']+")
+_SENTENCES = re.compile(r"[^.!?]+(?:[.!?]+|$)")
 _OFFER = re.compile(r"\b(?:i'?ll|we'?ll|will|let me|let us|let's|going to|gonna|can|shall)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred)\b")
 _NAME = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]+")
@@ -168,6 +175,10 @@ class RuleBasedExtractor:
             for tag, entry in self.rules.tags.items()
             for cue in entry.cues
         )
+        self._cues_of: dict[str, tuple[Cue, ...]] = {
+            role: tuple(cue for cue in self._cues if cue.who in ("any", role)) for role in ("player", "npc")
+        }
+        """The cues each role's clauses are read for, in order."""
         self._groups = {tag: entry.group or tag for tag, entry in self.rules.tags.items()}
         self._group_order = {group: i for i, (group, _) in enumerate(self.rules.groups())}
         negations = self.rules.negations
@@ -185,6 +196,10 @@ class RuleBasedExtractor:
         self._emotion = _any_of(self.rules.emotion_words)
         self._small_talk = frozenset(terms(" ".join(self.rules.small_talk))) | STOP_WORDS
         self._reader = Reader(self.rules)
+        # A line's reading depends on its text, who said it and the names it addresses
+        # alone: lines said again (greetings, an NPC's scripted lines) are read once.
+        self._line = functools.lru_cache(maxsize=CACHED_LINES)(self._line_uncached)
+        self._said = functools.lru_cache(maxsize=CACHED_LINES)(self._said_uncached)
 
     # ------------------------------------------------------------------ reading
 
@@ -214,8 +229,8 @@ class RuleBasedExtractor:
         found = []
         for clause in clauses:
             starts = {w[:n] for w in _WORD.findall(clause.text.lower().replace("'", "")) for n in (1, 2, 3)}
-            for cue in self._cues:
-                if cue.who not in ("any", clause.role) or (cue.stems is not None and not cue.stems & starts):
+            for cue in self._cues_of[clause.role]:
+                if cue.stems is not None and not cue.stems & starts:
                     continue
                 hit = self._hit(cue, clause)
                 if hit is not None:
@@ -278,9 +293,14 @@ class RuleBasedExtractor:
             reading.memories = self._memories(reading)
             return True
         line = reading.line
-        clauses = self._reader.line(job.turns[line], line, reading.roles[line], reading.names)
+        turn, role = job.turns[line], reading.roles[line]
+        clauses, hits = self._line(turn.text, role, self._reader.names_in(turn.text, reading.names))
+        if line:  # read as a first line: numbered here
+            numbered = {id(c): msgspec.structs.replace(c, line=line) for c in clauses}
+            clauses = tuple(numbered.values())
+            hits = tuple(msgspec.structs.replace(h, clause=numbered[id(h.clause)]) for h in hits)
         reading.clauses += clauses
-        reading.hits += self._hits(clauses)
+        reading.hits += hits
         scored = self._score(job, line, reading.seen)
         if scored is not None:
             reading.gist.append(scored)
@@ -337,14 +357,15 @@ class RuleBasedExtractor:
         text = " ".join(text.split())
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
-    def _statement(self, job: ExtractionJob, line: int) -> str:
-        """Line ``line`` without its questions (what it states), or the whole line."""
+    @staticmethod
+    def _statement(text: str) -> str:
+        """Line ``text`` without its questions (what it states), or the whole line."""
         sentences: dict[str, None] = {}
-        for sentence in re.findall(r"[^.!?]+(?:[.!?]+|$)", job.turns[line].text):
+        for sentence in _SENTENCES.findall(text):
             if not sentence.strip() or sentence.rstrip().endswith("?"):
                 continue
             sentences[sentence.strip()] = None
-        return " ".join(sentences) or job.turns[line].text
+        return " ".join(sentences) or text
 
     def _words(self, job: ExtractionJob, actor: Actor, speaker: str, quote: str, template: str) -> str:
         """``quote`` worded by ``template``, or as what the NPC told the player when the NPC
@@ -417,26 +438,38 @@ class RuleBasedExtractor:
         """(line, importance, statement) if line ``line`` says something worth keeping as
         gist (``seen``: the words of the lines before it, updated with this one's)."""
         rules = self.rules
-        turn = job.turns[line]
-        statement = self._statement(job, line)
-        words = [t for t in terms(statement) if t not in self._small_talk and len(t) > 2]
+        statement, words, asks_only, emotion, specificity = self._said(job.turns[line].text)
         novel = [t for t in words if t not in seen]
         seen.update(words)
-        asks_only = statement == turn.text and "?" in turn.text[-2:]
         if asks_only or len(set(words)) < rules.gist_min_terms:
             return None
-        feeling = len(self._emotion.findall(statement)) if self._emotion is not None else 0
-        emotion = min(1.0, feeling / 2)
         novelty = len(set(novel)) / max(1, len(set(words)))
         importance = min(
             0.8,
             rules.gist_importance
             + 0.3 * min(1.0, len(set(words)) / 12)  # how much it says
-            + 0.15 * self._specificity(statement)
+            + 0.15 * specificity
             + 0.15 * emotion
             + 0.1 * novelty,
         )
         return line, importance, statement
+
+    def _said_uncached(self, text: str) -> tuple[str, tuple[str, ...], bool, float, float]:
+        """What line ``text`` states (see :meth:`_statement`), its words that are not small
+        talk, whether it only asks, and its feeling and specificity."""
+        statement = self._statement(text)
+        words = tuple(t for t in terms(statement) if t not in self._small_talk and len(t) > 2)
+        asks_only = statement == text and "?" in text[-2:]
+        feeling = len(self._emotion.findall(statement)) if self._emotion is not None else 0
+        return statement, words, asks_only, min(1.0, feeling / 2), self._specificity(statement)
+
+    def _line_uncached(
+        self, text: str, role: Role, names: frozenset[str]
+    ) -> tuple[tuple[Clause, ...], tuple[Hit, ...]]:
+        """The clauses of ``text`` said by ``role`` as a transcript's first line (``names``:
+        the names it may address, see :meth:`Reader.names_in`), and their tags."""
+        clauses = self._reader.line(Turn("", text), 0, role, names)
+        return tuple(clauses), tuple(self._hits(clauses))
 
     def _gist(
         self, job: ExtractionJob, roles: list[Role], scored: list[tuple[int, float, str]]
@@ -493,7 +526,7 @@ def _names(job: ExtractionJob) -> frozenset[str]:
     """The words of the NPC's and the player's names, lower-case (skipped where a line
     addresses someone by name)."""
     return frozenset(
-        word for name in (job.npc_name, job.player_name) for word in re.findall(r"[a-z']+", name.lower())
+        word for name in (job.npc_name, job.player_name) for word in _NAME_WORD.findall(name.lower())
     )
 
 

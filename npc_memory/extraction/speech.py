@@ -93,6 +93,12 @@ class Reader:
         self.mood = _alternatives([*rules.hypotheticals, *rules.hearsay, *rules.figures])
         """Every hypothetical, hearsay and figure marker at once: most clauses have none (one search)."""
 
+    @staticmethod
+    def names_in(text: str, names: frozenset[str]) -> frozenset[str]:
+        """Those of ``names`` that ``text`` may address: its reading depends on no other."""
+        lowered = text.translate(_SOFT_PUNCT).lower()
+        return frozenset(name for name in names if name in lowered)
+
     def clauses(self, turns: tuple[Turn, ...], roles: list[Role], names: frozenset[str]) -> list[Clause]:
         """Every clause of ``turns`` (``roles[i]`` says who said line ``i``; ``names``,
         lower-case, are skipped where a line addresses someone by name)."""
