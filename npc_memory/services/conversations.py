@@ -36,6 +36,9 @@ RULES_CONFIDENCE = 0.7
 LLM_CONFIDENCE = 0.9
 """Confidence of memories the LLM extractor made."""
 
+STEP_WEIGHT = 0.1
+"""Weight of the latest step in the moving average of what a step of extraction takes."""
+
 
 class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
     """What ``end_conversation`` did: the conversation's id, its working-memory summary,
@@ -105,6 +108,9 @@ class ConversationService:
         memories that mention one are not stored, waiting jobs that do are dropped."""
         self.applying: Applying | None = None
         """The first ready result while it is applied a memory per step (see :meth:`work`)."""
+        self.step_cost = {"apply": 0.0, "read": 0.0}
+        """What a step of each kind took lately (seconds, a moving average): a step that
+        would likely end past the deadline waits for the next tick."""
         self.partial: set[str] = set()
         """Conversations whose result was parked part-applied (its NPC or player left)."""
 
@@ -201,30 +207,40 @@ class ConversationService:
         caps or once ``time.perf_counter()`` passes ``deadline`` (after at least one step):
         apply the results ready, a memory per step (the result being applied stays first
         in line, so it is saved as pending until it is complete), then dispatch queued
-        jobs (offline: the rules read a line per step). With ``finish_begun`` (a quiet
-        world) a conversation begun, being read or read this tick and being applied, is
-        finished past ``deadline``. Work stopped resumes next tick where it stopped."""
+        jobs (offline: the rules read a line per step). A step that would likely end past
+        ``deadline`` (by what such steps took lately) waits for the next tick, unless
+        ``finish_begun`` (a quiet world) and it is part of a conversation begun (being
+        read, or read this tick and being applied). Work stopped resumes next tick where
+        it stopped."""
         pipeline, budgets = self.pipeline, self.state.pack.budgets
         pipeline.collect()
         applied = dispatched = 0
         read: ExtractionJob | None = None  # the job read to its end this tick
+        cost, clock = self.step_cost, time.perf_counter
+        now, begun, first = clock(), False, True
         while True:
             if pipeline.ready and applied < budgets.extraction_apply_per_tick:
-                applied += self._apply_step()
+                kind = "apply"
             elif dispatched < budgets.extraction_dispatch_per_tick and pipeline.can_advance():
+                kind = "read"
+            else:
+                return
+            late = deadline is not None and now + cost[kind] > deadline
+            if late and not first and not (finish_begun and begun):
+                return  # the step would likely end past the deadline: next tick
+            first, started = False, now
+            if kind == "apply":
+                applied += self._apply_step()
+            else:
                 done = pipeline.advance()
                 if done and pipeline.ready:
                     read = pipeline.ready[-1].job
                 dispatched += done
-            else:
-                return
-            if deadline is None or time.perf_counter() <= deadline:
-                continue
+            now = clock()
+            cost[kind] += STEP_WEIGHT * (now - started - cost[kind])
             begun = pipeline.reading is not None or (
                 read is not None and any(result.job is read for result in pipeline.ready)
             )
-            if not (finish_begun and begun):
-                return
 
     def _apply_step(self) -> int:
         """Apply the next memory of the first ready result (starting it first); returns 1
