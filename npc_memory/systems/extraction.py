@@ -16,8 +16,7 @@ class ExtractionSystem(esper.Processor):
     worker, or the rules read a line per step; at most ``extraction_dispatch_per_tick``),
     stopping at its share's deadline (in a quiet world a conversation begun is finished,
     so that results arrive on the next tick); work stopped resumes next tick where it
-    stopped.
-    Never waits on the network."""
+    stopped. Never waits on the network."""
 
     def __init__(self, conversations: ConversationService, share: TickShare) -> None:
         self.conversations = conversations
