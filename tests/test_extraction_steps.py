@@ -220,19 +220,28 @@ def test_forgetting_the_player_drops_a_job_stopped_midway(stop: str) -> None:
     assert plugin.npc("hilda").bank.pair("alice") is None  # nothing of the dropped result was kept
 
 
-def test_a_tick_is_quiet_when_the_last_left_its_budget_to_the_asking_system() -> None:
+def test_a_tick_is_quiet_when_the_others_did_little_in_the_last_tick_that_kept_to_its_budget() -> None:
     budget = TickBudget(0.8)
-    extraction, gossip = budget.share(0.3), budget.share(0.2)
+    extraction, gossip, decay = budget.share(0.3), budget.share(0.2), budget.share(0.15)
     budget.open()
     assert extraction.deadline() is not None and extraction.quiet  # no tick before: quiet
-    extraction.last_used = 0.0007  # as if it had worked 0.7 ms
+    extraction.done()
     budget.close()
-    budget.last_spent = 0.00075  # the tick spent 0.75 ms: 0.05 ms by the others
+    budget.last_cpu = 0.00075  # as if that tick had worked 0.75 ms, 0.7 of them extracting
+    extraction.worked = (budget.last_cpu_tick, 0.0007)
+
     budget.open()
-    assert extraction.deadline() is not None and extraction.quiet
+    assert extraction.deadline() is not None and extraction.quiet  # the others: 0.05 ms
     assert gossip.deadline() is not None and not gossip.quiet  # for gossip, the 0.7 ms were another's
+    extraction.done()
+    budget.left = 0.0  # the budget runs out: decay waits, and this tick tells nothing
+    assert decay.deadline() is None
     budget.close()
-    budget.last_spent = 0.0009  # the budget ran out: not quiet, whoever spent it
+    assert budget.last_cpu == 0.00075
+
     budget.open()
-    extraction.last_used = 0.0009
+    assert extraction.deadline() is not None and extraction.quiet  # judged by the last tick that kept to its budget
+    budget.close()
+    budget.last_cpu = 0.0005  # a tick where extraction did nothing and the others 0.5 ms
+    budget.open()
     assert extraction.deadline() is not None and not extraction.quiet
