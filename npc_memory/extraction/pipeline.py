@@ -18,7 +18,7 @@ import msgspec
 from npc_memory.content.schema import Budgets, LlmRules
 from npc_memory.extraction.grounding import Grounding, GroundingStats
 from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, ExtractionResult, PaidCall
-from npc_memory.extraction.rules import RuleBasedExtractor
+from npc_memory.extraction.rules import Reading, RuleBasedExtractor
 from npc_memory.llm.budget import BudgetLimiter, CircuitBreaker
 from npc_memory.llm.model import LLMResult, Refusal
 from npc_memory.llm.stats import LLMStats
@@ -156,6 +156,12 @@ class ExtractionPipeline:
         is idempotent per conversation), so a crash never loses one."""
         self.released_total = 0
         """How many jobs were ever handed out (the number of the last in ``released``)."""
+        self.restored: set[str] = set()
+        """Conversations of the jobs taken back after a restart and not applied since: a
+        snapshot may hold part of their result already (applied a memory per step)."""
+        self.reading: Reading | None = None
+        """The rules' reading of the job first in the queue, while it is read a line per
+        step (see :meth:`advance`): it stays queued, so saved as pending, until read."""
 
     def enqueue(self, job: ExtractionJob) -> bool:
         """Queue ``job``; ``False`` (and nothing queued) when the queue is full."""
@@ -170,6 +176,7 @@ class ExtractionPipeline:
         whose LLM call was already paid for is never sent again (its answer is applied
         as it came, or the rules extract it); the others are queued."""
         for job in jobs:
+            self.restored.add(job.conversation)
             paid = job.paid
             if paid is None:
                 self.queue.append(job)
@@ -183,21 +190,82 @@ class ExtractionPipeline:
 
     def extract_now(self, job: ExtractionJob, reason: str) -> ExtractionResult:
         """Extract ``job`` with the rules, synchronously."""
+        return self._by_rules(job, self.rules.extract(job), reason)
+
+    def _by_rules(
+        self, job: ExtractionJob, memories: tuple[ExtractedMemory, ...], reason: str
+    ) -> ExtractionResult:
         self.stats.fallbacks[reason] = self.stats.fallbacks.get(reason, 0) + 1
-        return ExtractionResult(job=job, memories=self.rules.extract(job), source="rules", reason=reason)
+        return ExtractionResult(job=job, memories=memories, source="rules", reason=reason)
 
     def tick(self, deadline: float | None = None) -> list[ExtractionResult]:
         """Collect finished calls, dispatch at most ``extraction_dispatch_per_tick`` jobs
-        (fewer once ``time.perf_counter()`` passes ``deadline``: the rules extract on the
-        tick; none while twice ``extraction_apply_per_tick`` results wait, so the queue's
-        bound and overflow policy hold the backlog), and return at most
+        (stopping once ``time.perf_counter()`` passes ``deadline``, after at least one
+        step; a job being read resumes at the next call), and hand out at most
         ``extraction_apply_per_tick`` results to apply."""
-        self._collect()
-        self._dispatch(deadline)
+        self.collect()
+        dispatched = 0
+        while dispatched < self.budgets.extraction_dispatch_per_tick and self.can_advance():
+            dispatched += self.advance()
+            if deadline is not None and time.perf_counter() > deadline:
+                break
         count = min(self.budgets.extraction_apply_per_tick, len(self.ready))
         results = [self.ready.popleft() for _ in range(count)]
         self._release(results)
         return results
+
+    def can_advance(self) -> bool:
+        """Whether a job waits to be dispatched and may be now: none while twice
+        ``extraction_apply_per_tick`` results wait (the queue's bound and overflow policy
+        then hold the backlog), nor while ``max_in_flight`` LLM calls are out."""
+        if not self.queue or len(self.ready) >= 2 * self.budgets.extraction_apply_per_tick:
+            return False
+        return self.gateway is None or len(self.in_flight) < self.llm.max_in_flight
+
+    def advance(self) -> int:
+        """One step of dispatching the job first in the queue (see :meth:`can_advance`):
+        offline, the rules read one line of it (the job leaves the queue, its result
+        ready, once read to the end); with an LLM, the job is sent (or, refused, the
+        rules extract it at once). Returns how many jobs left the queue (0 or 1)."""
+        job = self.queue[0]
+        if self.gateway is None or self.extractor is None:
+            reading = self.reading
+            if reading is None or reading.job is not job:  # a new head (the one read was dropped)
+                reading = self.reading = self._read(job)
+            if not self._step(reading):
+                return 0
+            self.queue.popleft()
+            self.reading = None
+            self.ready.append(self._by_rules(job, reading.memories or (), "rules: no llm configured"))
+            return 1
+        self.queue.popleft()
+        request = self.extractor.request(job, self.gateway.settings.max_tokens, self.tags)
+        submitted = self.gateway.submit(job.npc, "extraction", request)
+        if isinstance(submitted, Refusal):
+            self.ready.append(self.extract_now(job, f"fallback: {submitted.reason}"))
+        else:
+            self.in_flight.append(_InFlight(job, submitted))
+        return 1
+
+    def _read(self, job: ExtractionJob) -> Reading:
+        rules = self.rules
+        if isinstance(rules, RuleBasedExtractor):
+            return rules.read(job)
+        return Reading(job, [], frozenset())  # another extractor: read in one step
+
+    def _step(self, reading: Reading) -> bool:
+        rules = self.rules
+        if isinstance(rules, RuleBasedExtractor):
+            return rules.step(reading)
+        reading.memories = rules.extract(reading.job)
+        return True
+
+    def release_first(self) -> ExtractionResult:
+        """Take the first ready result off the line once it is applied (or set aside),
+        handing it out (see :attr:`released`)."""
+        result = self.ready.popleft()
+        self._release([result])
+        return result
 
     def take_parked(self) -> list[ExtractionResult]:
         """Every parked result, handed out to be applied (see :attr:`released`)."""
@@ -262,28 +330,10 @@ class ExtractionPipeline:
         if grace > 0 and self.in_flight:
             concurrent.futures.wait([f.future for f in self.in_flight], timeout=grace)
         self.gateway.close()
-        self._collect()
+        self.collect()
 
-    def _dispatch(self, deadline: float | None) -> None:
-        if len(self.ready) >= 2 * self.budgets.extraction_apply_per_tick:
-            return  # backpressure: results wait to be applied; new jobs wait in the bounded queue
-        for done in range(self.budgets.extraction_dispatch_per_tick):
-            if not self.queue or (done and deadline is not None and time.perf_counter() > deadline):
-                return
-            if self.gateway is None or self.extractor is None:
-                self.ready.append(self.extract_now(self.queue.popleft(), "rules: no llm configured"))
-                continue
-            if len(self.in_flight) >= self.llm.max_in_flight:
-                return
-            job = self.queue.popleft()
-            request = self.extractor.request(job, self.gateway.settings.max_tokens, self.tags)
-            submitted = self.gateway.submit(job.npc, "extraction", request)
-            if isinstance(submitted, Refusal):
-                self.ready.append(self.extract_now(job, f"fallback: {submitted.reason}"))
-                continue
-            self.in_flight.append(_InFlight(job, submitted))
-
-    def _collect(self) -> None:
+    def collect(self) -> None:
+        """Take the results of the LLM calls that have ended (fallbacks for the failed)."""
         if not self.in_flight:
             return
         still: list[_InFlight] = []

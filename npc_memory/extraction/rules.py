@@ -33,8 +33,11 @@ schema.ExtractionRules`).
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import msgspec
 
 from npc_memory.components.memory import MemoryKind, Valence
 from npc_memory.content.schema import ExtractionRules, ExtractionTag, Who
@@ -91,8 +94,7 @@ def _stems(words: list[str]) -> frozenset[str] | None:
     return frozenset(found)
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(msgspec.Struct, frozen=True, gc=False):
     """A tag found in a clause, credited to ``actor``; ``claim`` when it is the
     player's own account of a deed."""
 
@@ -101,6 +103,32 @@ class Hit:
     clause: Clause
     claim: bool
     offer: bool = False
+
+
+@dataclass
+class Reading:
+    """A transcript being read, one line per :meth:`RuleBasedExtractor.step`, so that a
+    reading can stop at a deadline and resume where it stopped: the clauses and tags
+    found so far and the lines worth keeping as gist. ``memories`` is set (and ``done``)
+    once every line is read."""
+
+    job: ExtractionJob
+    roles: list[Role]
+    names: frozenset[str]
+    line: int = 0
+    """The next line to read."""
+    clauses: list[Clause] = field(default_factory=list)
+    hits: list[Hit] = field(default_factory=list)
+    gist: list[tuple[int, float, str]] = field(default_factory=list)
+    """(line, importance, statement) of the informative lines read so far."""
+    seen: set[str] = field(default_factory=set)
+    """The words of the lines read so far (how new a line's words are)."""
+    memories: tuple[ExtractedMemory, ...] | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether every line is read and ``memories`` is set."""
+        return self.memories is not None
 
 
 def _words(words: list[str]) -> str:
@@ -117,7 +145,12 @@ DEFAULT_RULES = ExtractionRules()
 RULE_TAGS: frozenset[str] = frozenset(DEFAULT_RULES.tags)
 """Every tag the rule-based extractor can produce with the default rules."""
 
+CACHED_LINES = 4096
+"""Readings of lines kept for lines said again."""
+
 _WORD = re.compile(r"[a-z0-9']+")
+_NAME_WORD = re.compile(r"[a-z']+")
+_SENTENCES = re.compile(r"[^.!?]+(?:[.!?]+|$)")
 _OFFER = re.compile(r"\b(?:i'?ll|we'?ll|will|let me|let us|let's|going to|gonna|can|shall)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred)\b")
 _NAME = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]+")
@@ -142,6 +175,10 @@ class RuleBasedExtractor:
             for tag, entry in self.rules.tags.items()
             for cue in entry.cues
         )
+        self._cues_of: dict[str, tuple[Cue, ...]] = {
+            role: tuple(cue for cue in self._cues if cue.who in ("any", role)) for role in ("player", "npc")
+        }
+        """The cues each role's clauses are read for, in order."""
         self._groups = {tag: entry.group or tag for tag, entry in self.rules.tags.items()}
         self._group_order = {group: i for i, (group, _) in enumerate(self.rules.groups())}
         negations = self.rules.negations
@@ -159,6 +196,10 @@ class RuleBasedExtractor:
         self._emotion = _any_of(self.rules.emotion_words)
         self._small_talk = frozenset(terms(" ".join(self.rules.small_talk))) | STOP_WORDS
         self._reader = Reader(self.rules)
+        # A line's reading depends on its text, who said it and the names it addresses
+        # alone: lines said again (greetings, an NPC's scripted lines) are read once.
+        self._line = functools.lru_cache(maxsize=CACHED_LINES)(self._line_uncached)
+        self._said = functools.lru_cache(maxsize=CACHED_LINES)(self._said_uncached)
 
     # ------------------------------------------------------------------ reading
 
@@ -178,18 +219,18 @@ class RuleBasedExtractor:
 
     def clauses(self, job: ExtractionJob) -> list[Clause]:
         """The clauses of ``job``'s transcript, read for subject and mood."""
-        names = frozenset(
-            word for name in (job.npc_name, job.player_name) for word in re.findall(r"[a-z']+", name.lower())
-        )
-        return self._reader.clauses(job.turns, self.roles(job), names)
+        return self._reader.clauses(job.turns, self.roles(job), _names(job))
 
     def hits(self, job: ExtractionJob, clauses: list[Clause] | None = None) -> list[Hit]:
         """Every tag found in ``job``'s clauses, in order, with who it is credited to."""
+        return self._hits(self.clauses(job) if clauses is None else clauses)
+
+    def _hits(self, clauses: list[Clause]) -> list[Hit]:
         found = []
-        for clause in self.clauses(job) if clauses is None else clauses:
+        for clause in clauses:
             starts = {w[:n] for w in _WORD.findall(clause.text.lower().replace("'", "")) for n in (1, 2, 3)}
-            for cue in self._cues:
-                if cue.who not in ("any", clause.role) or (cue.stems is not None and not cue.stems & starts):
+            for cue in self._cues_of[clause.role]:
+                if cue.stems is not None and not cue.stems & starts:
                     continue
                 hit = self._hit(cue, clause)
                 if hit is not None:
@@ -231,10 +272,46 @@ class RuleBasedExtractor:
 
     def extract(self, job: ExtractionJob) -> tuple[ExtractedMemory, ...]:
         """The memories worth keeping from ``job``'s conversation (deterministic)."""
+        reading = self.read(job)
+        while not self.step(reading):
+            pass
+        return reading.memories or ()
+
+    def read(self, job: ExtractionJob) -> Reading:
+        """Start reading ``job``'s transcript: :meth:`step` reads it a line at a time."""
+        return Reading(job, self.roles(job), _names(job))
+
+    def step(self, reading: Reading) -> bool:
+        """Read the next line of ``reading`` (its clauses, their tags and whether it says
+        something worth keeping), or, after the last line, turn what was read into its
+        memories. Returns whether the reading is done; the memories are the same however
+        the steps are spread over time."""
+        if reading.memories is not None:
+            return True
+        job = reading.job
+        if reading.line >= len(job.turns):
+            reading.memories = self._memories(reading)
+            return True
+        line = reading.line
+        turn, role = job.turns[line], reading.roles[line]
+        clauses, hits = self._line(turn.text, role, self._reader.names_in(turn.text, reading.names))
+        if line:  # read as a first line: numbered here
+            numbered = {id(c): msgspec.structs.replace(c, line=line) for c in clauses}
+            clauses = tuple(numbered.values())
+            hits = tuple(msgspec.structs.replace(h, clause=numbered[id(h.clause)]) for h in hits)
+        reading.clauses += clauses
+        reading.hits += hits
+        scored = self._score(job, line, reading.seen)
+        if scored is not None:
+            reading.gist.append(scored)
+        reading.line += 1
+        return False
+
+    def _memories(self, reading: Reading) -> tuple[ExtractedMemory, ...]:
+        """The memories of a transcript read to its end."""
+        job, hits = reading.job, reading.hits
         if not job.turns:
             return ()
-        clauses = self.clauses(job)
-        hits = self.hits(job, clauses)
         events: dict[tuple[Actor, str], list[Hit]] = {}
         facts: dict[int, Hit] = {}
         for hit in hits:
@@ -258,7 +335,7 @@ class RuleBasedExtractor:
         by_player_first = sorted(facts.items(), key=lambda item: item[1].actor != "player")
         memories += [self._fact(job, line, hit) for line, hit in by_player_first]
         used |= facts.keys()
-        memories += self._gist(job, used)
+        memories += self._gist(job, reading.roles, [item for item in reading.gist if item[0] not in used])
         limit = min(self.rules.max_memories, max(3, round(len(job.turns) * self.rules.memories_per_line)))
         kept: list[ExtractedMemory] = []
         seen: set[str] = set()
@@ -280,14 +357,15 @@ class RuleBasedExtractor:
         text = " ".join(text.split())
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
-    def _statement(self, job: ExtractionJob, line: int) -> str:
-        """Line ``line`` without its questions (what it states), or the whole line."""
+    @staticmethod
+    def _statement(text: str) -> str:
+        """Line ``text`` without its questions (what it states), or the whole line."""
         sentences: dict[str, None] = {}
-        for sentence in re.findall(r"[^.!?]+(?:[.!?]+|$)", job.turns[line].text):
+        for sentence in _SENTENCES.findall(text):
             if not sentence.strip() or sentence.rstrip().endswith("?"):
                 continue
             sentences[sentence.strip()] = None
-        return " ".join(sentences) or job.turns[line].text
+        return " ".join(sentences) or text
 
     def _words(self, job: ExtractionJob, actor: Actor, speaker: str, quote: str, template: str) -> str:
         """``quote`` worded by ``template``, or as what the NPC told the player when the NPC
@@ -356,32 +434,50 @@ class RuleBasedExtractor:
             actor=hit.actor,
         )
 
-    def _gist(self, job: ExtractionJob, used: set[int]) -> list[ExtractedMemory]:
-        """Stretches of talk that say something without matching a cue, weightiest
-        first: runs of up to ``gist_lines`` informative lines, each in its speaker's words."""
+    def _score(self, job: ExtractionJob, line: int, seen: set[str]) -> tuple[int, float, str] | None:
+        """(line, importance, statement) if line ``line`` says something worth keeping as
+        gist (``seen``: the words of the lines before it, updated with this one's)."""
         rules = self.rules
-        seen: set[str] = set()
-        scored: list[tuple[int, float, str]] = []  # (line, importance, statement) of informative lines
-        for line, turn in enumerate(job.turns):
-            statement = self._statement(job, line)
-            words = [t for t in terms(statement) if t not in self._small_talk and len(t) > 2]
-            novel = [t for t in words if t not in seen]
-            seen.update(words)
-            asks_only = statement == turn.text and "?" in turn.text[-2:]
-            if line in used or asks_only or len(set(words)) < rules.gist_min_terms:
-                continue
-            feeling = len(self._emotion.findall(statement)) if self._emotion is not None else 0
-            emotion = min(1.0, feeling / 2)
-            novelty = len(set(novel)) / max(1, len(set(words)))
-            importance = min(
-                0.8,
-                rules.gist_importance
-                + 0.3 * min(1.0, len(set(words)) / 12)  # how much it says
-                + 0.15 * self._specificity(statement)
-                + 0.15 * emotion
-                + 0.1 * novelty,
-            )
-            scored.append((line, importance, statement))
+        statement, words, asks_only, emotion, specificity = self._said(job.turns[line].text)
+        novel = [t for t in words if t not in seen]
+        seen.update(words)
+        if asks_only or len(set(words)) < rules.gist_min_terms:
+            return None
+        novelty = len(set(novel)) / max(1, len(set(words)))
+        importance = min(
+            0.8,
+            rules.gist_importance
+            + 0.3 * min(1.0, len(set(words)) / 12)  # how much it says
+            + 0.15 * specificity
+            + 0.15 * emotion
+            + 0.1 * novelty,
+        )
+        return line, importance, statement
+
+    def _said_uncached(self, text: str) -> tuple[str, tuple[str, ...], bool, float, float]:
+        """What line ``text`` states (see :meth:`_statement`), its words that are not small
+        talk, whether it only asks, and its feeling and specificity."""
+        statement = self._statement(text)
+        words = tuple(t for t in terms(statement) if t not in self._small_talk and len(t) > 2)
+        asks_only = statement == text and "?" in text[-2:]
+        feeling = len(self._emotion.findall(statement)) if self._emotion is not None else 0
+        return statement, words, asks_only, min(1.0, feeling / 2), self._specificity(statement)
+
+    def _line_uncached(
+        self, text: str, role: Role, names: frozenset[str]
+    ) -> tuple[tuple[Clause, ...], tuple[Hit, ...]]:
+        """The clauses of ``text`` said by ``role`` as a transcript's first line (``names``:
+        the names it may address, see :meth:`Reader.names_in`), and their tags."""
+        clauses = self._reader.line(Turn("", text), 0, role, names)
+        return tuple(clauses), tuple(self._hits(clauses))
+
+    def _gist(
+        self, job: ExtractionJob, roles: list[Role], scored: list[tuple[int, float, str]]
+    ) -> list[ExtractedMemory]:
+        """Stretches of talk that say something without matching a cue, weightiest
+        first: runs of up to ``gist_lines`` informative lines (``scored``, see
+        :meth:`_score`), each in its speaker's words."""
+        rules = self.rules
         runs: list[list[tuple[int, float, str]]] = []
         for item in scored:
             run = runs[-1] if runs else None
@@ -389,7 +485,6 @@ class RuleBasedExtractor:
                 run.append(item)
             else:
                 runs.append([item])
-        roles = self.roles(job)
         found: list[tuple[float, int, ExtractedMemory]] = []
         for run in runs:
             lead = max(run, key=lambda item: item[1])
@@ -425,6 +520,14 @@ class RuleBasedExtractor:
             + weights.per_exclamation * min(text.count("!"), weights.max_exclamations)
             + weights.per_heat_word * min(heat, weights.max_heat_words),
         )
+
+
+def _names(job: ExtractionJob) -> frozenset[str]:
+    """The words of the NPC's and the player's names, lower-case (skipped where a line
+    addresses someone by name)."""
+    return frozenset(
+        word for name in (job.npc_name, job.player_name) for word in _NAME_WORD.findall(name.lower())
+    )
 
 
 def is_offer(text: str) -> bool:

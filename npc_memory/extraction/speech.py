@@ -10,8 +10,9 @@ are content: they come from a pack's ``[extraction]`` section.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from npc_memory.content.schema import ExtractionRules
 from npc_memory.extraction.model import Turn
@@ -40,6 +41,7 @@ _NOT_NAMES = frozenset((*FIRST, *SECOND, *PERSONS, *THINGS, "please", "no", "yes
                         "with", "for", "in", "on", "at", "from", "by", "about", "to", "of", "like", "just"))
 NUMBERS = frozenset(("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
                      "twelve", "twenty", "thirty", "forty", "fifty", "hundred", "half", "a", "an"))
+_NOT_NAMES_OR_NUMBERS = NUMBERS | _NOT_NAMES
 AGENTS: dict[str, Subject] = {
     **dict.fromkeys(("i", "i'm", "i've", "i'll", "i'd", "we", "we're", "we've", "we'll", "we'd"), "first"),
     **dict.fromkeys(("you", "you're", "you've", "you'll", "you'd"), "second"),
@@ -57,8 +59,7 @@ _WORD_ANY_CASE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?", re.IGNORECASE)
 _SOFT_PUNCT = str.maketrans({"’": "'", "‘": "'"})
 
 
-@dataclass(frozen=True)
-class Clause:
+class Clause(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One clause of a line: its text, who said it, what it is about and its mood."""
 
     text: str
@@ -89,21 +90,35 @@ class Reader:
             re.compile(rf"^\W*(?:{'|'.join(rules.requests)})\b", re.IGNORECASE) if rules.requests else None
         )
         self.conditional = re.compile(r"^\W*(?:if|unless|imagine|suppose|supposing|what if)\b", re.IGNORECASE)
+        self.mood = _alternatives([*rules.hypotheticals, *rules.hearsay, *rules.figures])
+        """Every hypothetical, hearsay and figure marker at once: most clauses have none (one search)."""
+
+    @staticmethod
+    def names_in(text: str, names: frozenset[str]) -> frozenset[str]:
+        """Those of ``names`` that ``text`` may address: its reading depends on no other."""
+        lowered = text.translate(_SOFT_PUNCT).lower()
+        return frozenset(name for name in names if name in lowered)
 
     def clauses(self, turns: tuple[Turn, ...], roles: list[Role], names: frozenset[str]) -> list[Clause]:
         """Every clause of ``turns`` (``roles[i]`` says who said line ``i``; ``names``,
         lower-case, are skipped where a line addresses someone by name)."""
         found = []
         for index, (turn, role) in enumerate(zip(turns, roles, strict=True)):
-            for sentence in _SENTENCE.findall(turn.text.translate(_SOFT_PUNCT)):
-                sentence = sentence.strip()
-                if not sentence:
-                    continue
-                question = sentence.rstrip().endswith("?")
-                parts = [p for p in _CLAUSE.split(sentence) if p and p.strip(" .!?")]
-                conditional = any(self.conditional.search(part) for part in parts)
-                for number, part in enumerate(parts):
-                    found.append(self._clause(part, index, role, question, conditional, names, number == 0))
+            found += self.line(turn, index, role, names)
+        return found
+
+    def line(self, turn: Turn, index: int, role: Role, names: frozenset[str]) -> list[Clause]:
+        """The clauses of ``turn``, line ``index`` of a transcript, said by ``role``."""
+        found = []
+        for sentence in _SENTENCE.findall(turn.text.translate(_SOFT_PUNCT)):
+            sentence = sentence.strip()
+            if not sentence:
+                continue
+            question = sentence.rstrip().endswith("?")
+            parts = [p for p in _CLAUSE.split(sentence) if p and p.strip(" .!?")]
+            conditional = any(self.conditional.search(part) for part in parts)
+            for number, part in enumerate(parts):
+                found.append(self._clause(part, index, role, question, conditional, names, number == 0))
         return found
 
     def _clause(
@@ -121,13 +136,14 @@ class Reader:
         while start < len(words) and (words[start] in self.openers or words[start] in names):
             start += 1
         subject = self.subject(words[start:])
-        if subject == "other" and start < len(words) and words[start] not in NUMBERS | _NOT_NAMES:
+        if subject == "other" and start < len(words) and words[start] not in _NOT_NAMES_OR_NUMBERS:
             original = _WORD_ANY_CASE.findall(text)
             if start < len(original) and original[start][:1].isupper():
                 subject = "person"  # a name: "Bob stole my hammer"
         if subject == "other" and not first_clause and len(words) <= 2 and not set(words) & _POINTERS:
             subject = "second"  # a lone name for the listener after a comma: "..., traitor."
         request = question and self.request is not None and bool(self.request.search(" ".join(words[start:])))
+        marked = self.mood is not None and self.mood.search(text) is not None
         return Clause(
             text=text,
             line=line,
@@ -136,9 +152,9 @@ class Reader:
             question=question,
             request=request,
             hypothetical=conditional
-            or (self.hypothetical is not None and bool(self.hypothetical.search(text))),
-            hearsay=self.hearsay is not None and bool(self.hearsay.search(text)),
-            figure=self.figure is not None and bool(self.figure.search(text)),
+            or (marked and self.hypothetical is not None and bool(self.hypothetical.search(text))),
+            hearsay=marked and self.hearsay is not None and bool(self.hearsay.search(text)),
+            figure=marked and self.figure is not None and bool(self.figure.search(text)),
         )
 
     def subject(self, words: list[str]) -> Subject:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
@@ -14,10 +15,10 @@ import msgspec
 
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import ConversationSummary, NpcHandle, PlayerHandle, Scope, Turn
-from npc_memory.components.relationship import Dimension
+from npc_memory.components.relationship import Dimension, Relationship
 from npc_memory.errors import InvalidArgumentError, MemoryCapacityError, PrivacyError
 from npc_memory.events import ExtractionDropped, MemoriesExtracted
-from npc_memory.extraction.model import ExtractionJob, ExtractionResult
+from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, ExtractionResult
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.extraction.rules import summarize
 from npc_memory.rules import privacy as privacy_rules
@@ -34,6 +35,9 @@ RULES_CONFIDENCE = 0.7
 
 LLM_CONFIDENCE = 0.9
 """Confidence of memories the LLM extractor made."""
+
+STEP_WEIGHT = 0.1
+"""Weight of the latest step in the moving average of what a step of extraction takes."""
 
 
 class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
@@ -54,6 +58,26 @@ class TalkDay:
 
     spent: dict[Dimension, float] = field(default_factory=dict)
     tags: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Applying:
+    """An extraction result being applied a memory at a time: the next memory, the ids
+    stored so far and the relationship change they add up to (applied with the last)."""
+
+    result: ExtractionResult
+    npc: NpcHandle
+    player: PlayerHandle
+    confidence: float
+    scope: Scope
+    talk: TalkDay
+    rel: Relationship
+    resumed: bool = False
+    """Part of the result may be held already (restored or parked while applied): a
+    memory held from the conversation is taken as applied, not stored again."""
+    next: int = 0
+    ids: list[str] = field(default_factory=list)
+    deltas: dict[Dimension, float] = field(default_factory=dict)
 
 
 class ConversationService:
@@ -82,6 +106,13 @@ class ConversationService:
         self.unmentionable: re.Pattern[str] | None = None
         """Keys and names of players forgotten while this plugin runs: extracted
         memories that mention one are not stored, waiting jobs that do are dropped."""
+        self.applying: Applying | None = None
+        """The first ready result while it is applied a memory per step (see :meth:`work`)."""
+        self.step_cost = {"apply": 0.0, "read": 0.0}
+        """What a step of each kind took lately (seconds, a moving average): a step that
+        would likely end past the deadline waits for the next tick."""
+        self.partial: set[str] = set()
+        """Conversations whose result was parked part-applied (its NPC or player left)."""
 
     def say(self, npc: NpcHandle, player: PlayerHandle, line: Turn, max_turns: int) -> None:
         """Append ``line`` to the open conversation of ``npc`` and ``player``."""
@@ -165,82 +196,130 @@ class ConversationService:
 
     def apply(self, result: ExtractionResult) -> None:
         """Turn one extraction result into memories, facts and relationship changes,
-        once per conversation id. A result whose NPC or player is not in the live world
-        waits (parked) until both are."""
+        once per conversation id, all at once. A result whose NPC or player is not in
+        the live world waits (parked) until both are."""
+        applying = self._start(result)
+        while applying is not None and not self._apply_next(applying):
+            pass
+
+    def work(self, deadline: float | None, *, finish_begun: bool = False) -> None:
+        """The extraction work of one tick, a step at a time, stopping at the pack's count
+        caps or once ``time.perf_counter()`` passes ``deadline`` (after at least one step):
+        apply the results ready, a memory per step (the result being applied stays first
+        in line, so it is saved as pending until it is complete), then dispatch queued
+        jobs (offline: the rules read a line per step). A step that would likely end past
+        ``deadline`` (by what such steps took lately) waits for the next tick, unless
+        ``finish_begun`` (a quiet world) and it is part of a conversation begun (being
+        read, or read this tick and being applied). Work stopped resumes next tick where
+        it stopped."""
+        pipeline, budgets = self.pipeline, self.state.pack.budgets
+        pipeline.collect()
+        applied = dispatched = 0
+        read: ExtractionJob | None = None  # the job read to its end this tick
+        cost, clock = self.step_cost, time.perf_counter
+        now, begun, first = clock(), False, True
+        while True:
+            if pipeline.ready and applied < budgets.extraction_apply_per_tick:
+                kind = "apply"
+            elif dispatched < budgets.extraction_dispatch_per_tick and pipeline.can_advance():
+                kind = "read"
+            else:
+                return
+            late = deadline is not None and now + cost[kind] > deadline
+            if late and not first and not (finish_begun and begun):
+                return  # the step would likely end past the deadline: next tick
+            first, started = False, now
+            if kind == "apply":
+                applied += self._apply_step()
+            else:
+                done = pipeline.advance()
+                if done and pipeline.ready:
+                    read = pipeline.ready[-1].job
+                dispatched += done
+            now = clock()
+            cost[kind] += STEP_WEIGHT * (now - started - cost[kind])
+            begun = pipeline.reading is not None or (
+                read is not None and any(result.job is read for result in pipeline.ready)
+            )
+
+    def _apply_step(self) -> int:
+        """Apply the next memory of the first ready result (starting it first); returns 1
+        when the result is done with (applied, dropped, a duplicate or parked)."""
+        result = self.pipeline.ready[0]
+        applying = self.applying
+        if applying is None or applying.result is not result:  # not started, or dropped since
+            applying = self.applying = self._start(result)
+            if applying is None:
+                self.pipeline.release_first()
+                return 1
+        elif not self._still(applying):
+            self.applying = None
+            self.pipeline.release_first()
+            return 1
+        if not self._apply_next(applying):
+            return 0
+        self.applying = None
+        self.pipeline.release_first()
+        return 1
+
+    def _start(self, result: ExtractionResult) -> Applying | None:
+        """Begin applying ``result``, or ``None``: it is dropped, a duplicate, or parked."""
         job = result.job
         if self.dropped(job):
-            return  # about an NPC or player forgotten since, or mentioning a forgotten player
+            return None  # about an NPC or player forgotten since, or mentioning a forgotten player
         registry = self.state.registry
         npc, player = registry.live_npc(job.npc), registry.live_player(job.player)
         if npc is None or player is None:
             self.pipeline.parked.append(result)
-            return
-        stats = self.pipeline.stats
-        if not npc.working.mark_extracted(job.conversation):
-            stats.duplicates += 1
-            return
-        confidence = LLM_CONFIDENCE if result.source == "llm" else RULES_CONFIDENCE
-        ids: list[str] = []
-        deltas: dict[Dimension, float] = {}
-        scope = self._scope(player)
-        rules = self.state.pack.relationships
-        talk = self._talk_today(job.npc, job.player)
-        rel = self.relationships.peek(npc, job.player, player.faction.faction)
-        for extracted in result.memories:
-            if privacy_rules.mentions(self.unmentionable, extracted.content):
-                continue
-            try:
-                memory = self.memories.remember(
-                    npc,
-                    job.player,
-                    extracted.content,
-                    kind=extracted.kind,
-                    tags=extracted.tags,
-                    importance=extracted.importance,
-                    confidence=confidence,
-                    valence=extracted.valence,
-                    intensity=extracted.intensity,
-                    scope=scope,
-                    source_conversation=job.conversation,
-                    reinforce_same=True,
-                )
-            except (MemoryCapacityError, PrivacyError):
-                continue
-            ids.append(memory.id)
-            if FLAGGED in memory.tags:
-                continue  # an instruction-bearing result: kept quoted, moves nothing, never told on
-            if extracted.actor != "player":
-                continue  # what the NPC itself said: kept, never held for or against the player
-            tags = self.state.pack.extraction.tags
-            told = [t for t in extracted.tags if t in tags]
-            if told and not extracted.claim and not any(tags[t].private for t in told):
-                self.knowledge.learn(
-                    npc,
-                    content=memory.content,
-                    category="player_trait",
-                    subject=job.player,
-                    topic=told[0],
-                    tags=extracted.tags,
-                    confidence=confidence,
-                    importance=extracted.importance,
-                    source="conversation",
-                    source_memory=memory.id,
-                    room=job.room,
-                )
-            said = rel_rules.memory_deltas(
-                extracted.tags, extracted.importance, extracted.intensity, extracted.valence, rules
-            )
-            repeats = max((talk.tags.get(t, 0) for t in extracted.tags), default=0)
-            for tag in extracted.tags:
-                talk.tags[tag] = talk.tags.get(tag, 0) + 1
-            allowed = rel_rules.talk_deltas(said, rel, talk.spent, repeats, extracted.claim, rules)
-            for dim, delta in allowed.items():
-                deltas[dim] = deltas.get(dim, 0.0) + delta
-                talk.spent[dim] = talk.spent.get(dim, 0.0) + abs(delta)
+            return None
+        if job.conversation in npc.working.extracted:
+            self.pipeline.stats.duplicates += 1
+            return None
+        return Applying(
+            result=result,
+            npc=npc,
+            player=player,
+            confidence=LLM_CONFIDENCE if result.source == "llm" else RULES_CONFIDENCE,
+            scope=self._scope(player),
+            talk=self._talk_today(job.npc, job.player),
+            rel=self.relationships.peek(npc, job.player, player.faction.faction),
+            resumed=job.conversation in self.partial or job.conversation in self.pipeline.restored,
+        )
+
+    def _still(self, applying: Applying) -> bool:
+        """Whether ``applying``, stopped at a tick's end, may go on: its NPC and player are
+        the live ones, neither forgotten since, and the conversation not applied by
+        another copy of its result meanwhile (else it is parked or dropped)."""
+        result = applying.result
+        job = result.job
+        if self.dropped(job) or job.conversation in applying.npc.working.extracted:
+            return False
+        registry = self.state.registry
+        npc, player = registry.live_npc(job.npc), registry.live_player(job.player)
+        if npc is not applying.npc or player is not applying.player:
+            self.pipeline.parked.append(result)  # applied again from its start, skipping what is held
+            self.partial.add(job.conversation)
+            return False
+        return True
+
+    def _apply_next(self, applying: Applying) -> bool:
+        """Apply the next memory of ``applying``; after the last, the relationship change
+        and the event. Returns whether the result is complete."""
+        result, npc = applying.result, applying.npc
+        job = result.job
+        if applying.next < len(result.memories):
+            extracted = result.memories[applying.next]
+            applying.next += 1
+            self._remember(applying, extracted)
+            return False
+        npc.working.mark_extracted(job.conversation)
+        if applying.resumed:
+            self.partial.discard(job.conversation)
+            self.pipeline.restored.discard(job.conversation)
         self.state.mark(npc.identity.key, Part.WORKING)
-        if deltas:
-            self.relationships.change(npc, job.player, deltas)
-        stats.applied += 1
+        if applying.deltas:
+            self.relationships.change(npc, job.player, applying.deltas)
+        self.pipeline.stats.applied += 1
         self.state.publish(
             MemoriesExtracted(
                 game_time=self.state.clock.now,
@@ -249,9 +328,72 @@ class ConversationService:
                 conversation=job.conversation,
                 source=result.source,
                 reason=result.reason,
-                memories=tuple(ids),
+                memories=tuple(applying.ids),
             )
         )
+        return True
+
+    def _remember(self, applying: Applying, extracted: ExtractedMemory) -> None:
+        """Store one extracted memory of ``applying``; learn what it tells of the player
+        and add what it moves to the relationship change."""
+        job, npc = applying.result.job, applying.npc
+        if privacy_rules.mentions(self.unmentionable, extracted.content):
+            return
+        held = (
+            self.memories.held_from(npc, job.player, job.conversation, extracted.content)
+            if applying.resumed
+            else None
+        )
+        try:
+            memory = held or self.memories.remember(
+                npc,
+                job.player,
+                extracted.content,
+                kind=extracted.kind,
+                tags=extracted.tags,
+                importance=extracted.importance,
+                confidence=applying.confidence,
+                valence=extracted.valence,
+                intensity=extracted.intensity,
+                scope=applying.scope,
+                source_conversation=job.conversation,
+                reinforce_same=True,
+            )
+        except (MemoryCapacityError, PrivacyError):
+            return
+        applying.ids.append(memory.id)
+        if FLAGGED in memory.tags:
+            return  # an instruction-bearing result: kept quoted, moves nothing, never told on
+        if extracted.actor != "player":
+            return  # what the NPC itself said: kept, never held for or against the player
+        tags = self.state.pack.extraction.tags
+        told = [t for t in extracted.tags if t in tags]
+        if told and held is None and not extracted.claim and not any(tags[t].private for t in told):
+            self.knowledge.learn(
+                npc,
+                content=memory.content,
+                category="player_trait",
+                subject=job.player,
+                topic=told[0],
+                tags=extracted.tags,
+                confidence=applying.confidence,
+                importance=extracted.importance,
+                source="conversation",
+                source_memory=memory.id,
+                room=job.room,
+            )
+        rules, talk = self.state.pack.relationships, applying.talk
+        said = rel_rules.memory_deltas(
+            extracted.tags, extracted.importance, extracted.intensity, extracted.valence, rules
+        )
+        repeats = max((talk.tags.get(t, 0) for t in extracted.tags), default=0)
+        for tag in extracted.tags:
+            talk.tags[tag] = talk.tags.get(tag, 0) + 1
+        allowed = rel_rules.talk_deltas(said, applying.rel, talk.spent, repeats, extracted.claim, rules)
+        deltas = applying.deltas
+        for dim, delta in allowed.items():
+            deltas[dim] = deltas.get(dim, 0.0) + delta
+            talk.spent[dim] = talk.spent.get(dim, 0.0) + abs(delta)
 
     @staticmethod
     def _scope(player: PlayerHandle) -> Scope:
@@ -277,6 +419,11 @@ class ConversationService:
         self.talk = {pair: talk for pair, talk in self.talk.items() if key not in pair}
         self.pipeline.forget_jobs_of(key)
         self.forgotten[key] = self.state.clock.now
+        applying, ready = self.applying, self.pipeline.ready
+        if applying is not None and key in (applying.result.job.npc, applying.result.job.player):
+            if ready and ready[0] is applying.result:
+                ready.popleft()  # stopped midway: what it stored goes with the key
+            self.applying = None
 
     def pending(self) -> list[ExtractionJob]:
         """The pipeline's jobs not yet applied, but those about a forgotten NPC or player
@@ -303,6 +450,8 @@ class ConversationService:
         before = len(pipeline.queue) + len(pipeline.parked) + len(pipeline.ready)
         pipeline.parked = [r for r in pipeline.parked if not self.dropped(r.job)]
         pipeline.ready = deque(r for r in pipeline.ready if not self.dropped(r.job))
+        if self.applying is not None and not (pipeline.ready and pipeline.ready[0] is self.applying.result):
+            self.applying = None
         kept = [job for job in pipeline.queue if not self.dropped(job)]
         if len(kept) != len(pipeline.queue):
             pipeline.queue.clear()

@@ -150,6 +150,17 @@ class MemoryService:
                 self.relationships.change(npc, key, deltas)
         return memory
 
+    def held_from(self, npc: NpcHandle, player: str, conversation: str, content: str) -> Memory | None:
+        """The memory ``npc`` holds about ``player`` from ``conversation`` that says
+        ``content``, if any (a result applied in part before a restart)."""
+        pair = npc.bank.pair(player)
+        if pair is None:
+            return None
+        for held in pair.all():
+            if held.source_conversation == conversation and held.content == content:
+                return held
+        return None
+
     def memories(self, npc: NpcHandle, player: str | None, kind: MemoryKind | None = None) -> list[Memory]:
         """The memories ``npc`` holds about ``player`` (``None``: the world), highest
         salience first; only those of ``kind`` if given."""

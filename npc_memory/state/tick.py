@@ -20,6 +20,10 @@ import time
 STARVE_TICKS = 4
 """Ticks a system may be skipped in a row before it does one unit of work anyway."""
 
+QUIET = 0.1
+"""A tick whose systems (but the one asking) worked less than this share of the budget
+leaves the next one quiet (see :attr:`TickShare.quiet`)."""
+
 CLOSE_TIMEOUT = 0.002
 """Real seconds the writer waits for a tick to close before it works anyway (a tick
 that raised never closes; a save called from inside a tick must not deadlock)."""
@@ -37,6 +41,17 @@ class TickBudget:
         self.charged_to: float | None = None
         """``time.perf_counter()`` up to which the running tick is charged (``None``:
         no budgeted system has started yet)."""
+        self.ticks = 0
+        """Ticks opened so far."""
+        self.ran_out = False
+        """Whether the running tick's budget ran out (a system found it spent)."""
+        self.opened_cpu = 0.0
+        self.last_cpu: float | None = None
+        """CPU seconds of the game thread in the last tick whose budget did not run out,
+        from ClockSystem to EventSystem (``None``: no such tick yet). CPU time, so that
+        the process being descheduled does not count as work."""
+        self.last_cpu_tick = 0
+        """Which tick that was (see :attr:`ticks`)."""
         self.idle = threading.Event()
         """Set while no tick runs: the store's writer thread works in the game's idle
         time and holds the interpreter at most one unit of work into a tick."""
@@ -47,9 +62,14 @@ class TickBudget:
         self.idle.clear()
         self.left = self.total_ms / 1000.0
         self.charged_to = None
+        self.ticks += 1
+        self.ran_out = False
+        self.opened_cpu = time.thread_time()
 
     def close(self) -> None:
         """The tick ended (EventSystem)."""
+        if not self.ran_out:  # every system had its turn: what they did is what they had to do
+            self.last_cpu, self.last_cpu_tick = time.thread_time() - self.opened_cpu, self.ticks
         self.left = math.inf
         self.charged_to = None
         self.idle.set()
@@ -73,6 +93,17 @@ class TickShare:
         self.own_ms = own_ms
         self.skipped = 0
         """Ticks in a row this system found the tick's budget spent."""
+        self.quiet = True
+        """Whether the world is quiet as of the last :meth:`deadline`: in the last tick
+        whose budget did not run out (one of the last ``starve_ticks``), the other systems
+        worked less than ``QUIET`` of the budget; or this is the first tick. A system may
+        then finish a piece of work it has begun past its deadline, so that a quiet tick
+        completes it."""
+        self.started_cpu = 0.0
+        self.worked: tuple[int, float] = (0, 0.0)
+        """The last tick this system worked in and its CPU seconds (see :meth:`done`)."""
+        self.worked_calm: tuple[int, float] = (0, 0.0)
+        """The same for the last such tick whose budget did not run out."""
 
     def deadline(self) -> float | None:
         """``time.perf_counter()`` value at which to stop this tick's work (after at
@@ -81,7 +112,17 @@ class TickShare:
         if tick.charged_to is not None:
             tick.left -= now - tick.charged_to  # what the systems before this one took
         tick.charged_to = now
+        if self.worked[0] == tick.last_cpu_tick:
+            self.worked_calm = self.worked
+        if tick.last_cpu is None or tick.ticks - tick.last_cpu_tick > tick.starve_ticks:
+            self.quiet = tick.ticks <= 1  # the first tick is quiet; one after many that ran out is not
+        else:
+            calm_tick, worked = self.worked_calm
+            own = worked if calm_tick == tick.last_cpu_tick else 0.0
+            self.quiet = tick.last_cpu - own < QUIET * tick.total_ms / 1000.0
+        self.started_cpu = time.thread_time()
         if tick.left <= 0.0:
+            tick.ran_out = True
             if self.skipped < tick.starve_ticks:
                 self.skipped += 1
                 return None
@@ -89,3 +130,8 @@ class TickShare:
             return now  # starving: one unit of work
         self.skipped = 0
         return now + min(self.own_ms / 1000.0, tick.left)
+
+    def done(self) -> None:
+        """This system's work of the tick is over: what it did is not counted against
+        :attr:`quiet` for it (a system that reads :attr:`quiet` says so)."""
+        self.worked = (self.tick.ticks, time.thread_time() - self.started_cpu)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import esper
@@ -12,10 +11,12 @@ from npc_memory.state import TickShare
 
 
 class ExtractionSystem(esper.Processor):
-    """Each tick: collect finished LLM calls, dispatch at most N queued jobs (to the LLM
-    worker or the rules), apply at most M results, stopping at its share's deadline
-    (results not applied wait, first in line, for the next tick). Never waits on the
-    network."""
+    """Each tick: collect finished LLM calls, apply the results ready (a memory per step,
+    at most ``extraction_apply_per_tick`` results) and dispatch queued jobs (to the LLM
+    worker, or the rules read a line per step; at most ``extraction_dispatch_per_tick``),
+    stopping at its share's deadline (in a quiet world a conversation begun is finished,
+    so that results arrive on the next tick); work stopped resumes next tick where it
+    stopped. Never waits on the network."""
 
     def __init__(self, conversations: ConversationService, share: TickShare) -> None:
         self.conversations = conversations
@@ -26,9 +27,5 @@ class ExtractionSystem(esper.Processor):
         deadline = self.share.deadline()
         if deadline is None:
             return
-        results = self.pipeline.tick(deadline)
-        for done, result in enumerate(results):
-            if done and time.perf_counter() > deadline:
-                self.pipeline.ready.extendleft(reversed(results[done:]))
-                return
-            self.conversations.apply(result)
+        self.conversations.work(deadline, finish_begun=self.share.quiet)
+        self.share.done()
