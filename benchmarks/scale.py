@@ -5,7 +5,8 @@
     python benchmarks/scale.py --npcs 10000 --players 1000 --ticks 500 --mix quiet
 
 A world of NPCs (spread over rooms, archetypes cycled from the pack) and players (factions
-from the pack) is set up with a TinyDB store and saved; none of that is timed. Then every
+from the pack) is set up with a TinyDB store, saved, collected and frozen (``gc.freeze()``, as
+a game does after loading; ``--no-freeze`` leaves it to the collector); none of that is timed. Then every
 tick the host makes the facade calls of the mix (each timed, by kind) and calls
 ``esper.process(1/60)`` with ``time_scale=60`` (one game second per tick), which is timed as
 the plugin's tick; each of the plugin's processors is timed too, by a wrapper put on the
@@ -117,6 +118,9 @@ class Config:
     pace: float = 60.0
     """Ticks per real second, as a game server runs them (the store's writer thread works in
     between); 0: back to back, as fast as possible."""
+    freeze: bool = True
+    """After set-up, collect and ``gc.freeze()`` the world, as a game does after loading
+    (README, "A big world"): full collections then skip the set-up's objects."""
 
     @property
     def room_count(self) -> int:
@@ -558,6 +562,9 @@ def run(config: Config, store: Path | None = None, *, out: Callable[[str], None]
         plugin = npc_memory.install(world=WORLD, pack=pack, store=path, seed=config.seed, time_scale=TIME_SCALE)
         populate(plugin, load)
         plugin.save()
+        if config.freeze:
+            gc.collect()
+            gc.freeze()
         setup_s = time.perf_counter() - started
         out(f"{config.mix}: {config.npcs} NPCs in {config.room_count} rooms, {config.players} players, "
             f"{config.ticks} ticks (seed {config.seed}); store {path} ({'loaded' if loaded else 'new'}); "
@@ -821,13 +828,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fact-cap", type=int, default=None, help="facts per NPC (default: the pack's, 500)")
     parser.add_argument("--memory-cap", type=int, default=None, help="memories per NPC (default: the pack's, 2,000)")
     parser.add_argument("--player-cap", type=int, default=None, help="players per NPC (default: the pack's, 200)")
+    parser.add_argument("--no-freeze", action="store_true",
+                        help="leave the world built at set-up to the garbage collector's full collections")
     args = parser.parse_args(argv)
     if min(args.npcs, args.players, args.ticks, args.window) < 1 or args.pace < 0:
         parser.error("--npcs, --players, --ticks and --window must be positive, --pace not negative")
     config = Config(npcs=args.npcs, players=args.players, ticks=args.ticks,
                     mix="quiet" if args.quiet_world else args.mix, seed=args.seed, rooms=args.rooms,
                     window=args.window, pace=args.pace, fact_cap=args.fact_cap, memory_cap=args.memory_cap,
-                    player_cap=args.player_cap)
+                    player_cap=args.player_cap, freeze=not args.no_freeze)
     result = run(config, args.store)
     result["command"] = " ".join(["python", "benchmarks/scale.py", *(sys.argv[1:] if argv is None else argv)])
     if args.json is not None:
