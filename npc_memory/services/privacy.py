@@ -15,10 +15,12 @@ record is shared; each server forgets the player in what it holds (one that did 
 begin it finds the record when it polls the store after a snapshot round, and works
 through its NPCs a budgeted slice per tick) and records its part; the first live server
 that did its part finishes the purge once no live server owning documents is still to
-do its own (one that died owns nothing: its rows are cleaned from the store). Ending a
-game and withdrawn consent are still refused while another server owns documents of the
-world: they run on the one server left, or from ``npc-memory`` once the servers have
-stopped.
+do its own (one that died owns nothing: its rows are cleaned from the store). Withdrawn
+consent goes the same way, with its own pending record: each server rewrites (or purges)
+the player's items in what it holds and sets the profile of the player if it owns them;
+the rows no live server owns are rewritten from the store. Ending a game is still refused
+while another server owns documents of the world: it runs on the one server left, or
+from ``npc-memory`` once the servers have stopped.
 """
 
 from __future__ import annotations
@@ -95,6 +97,9 @@ class ConsentReport(msgspec.Struct, kw_only=True):
     player: str
     consent: bool
     counts: dict[str, int] = msgspec.field(default_factory=dict)
+    waiting: list[int] = msgspec.field(default_factory=list)
+    """On a store game servers share, a withdrawal: the servers (sessions) still to
+    rewrite the player's items in the NPCs they own."""
 
 
 class CloneItem(msgspec.Struct, frozen=True, kw_only=True):
@@ -127,8 +132,10 @@ class ClonePlan(msgspec.Struct, kw_only=True):
 
 @dataclass
 class _RemoteForget:
-    """This server's part, under way, of a forgetting another game server began."""
+    """This server's part, under way, of a forgetting (or a withdrawal of consent)
+    another game server began."""
 
+    record: PendingForget
     key: str
     pattern: re.Pattern[str]
     owned_player: bool
@@ -165,8 +172,8 @@ class PrivacyService:
         self._seen: list[PendingForget] = []
         """Forgetting another game server began that this one is still to do its part of
         (set by :meth:`poll` on the writer thread, taken by :meth:`tick`)."""
-        self._applying: set[str] = set()
-        """Players forgotten here by :meth:`tick` whose acknowledgement is not yet written."""
+        self._applying: set[tuple[str, str]] = set()
+        """Operations (op, key) done here by :meth:`tick` whose acknowledgement is not yet written."""
         self._work: _RemoteForget | None = None
         """This server's part of a forgetting another server began, under way."""
         self._share: TickShare | None = None
@@ -267,15 +274,22 @@ class PrivacyService:
 
     # ------------------------------------------------------------------ forgetting
 
-    def resume(self) -> list[ForgetReport]:
+    def resume(self) -> list[ForgetReport | ConsentReport]:
         """Finish the forgetting a crash interrupted, or take part in the forgetting
-        other game servers of a shared store began (called once the store is loaded,
-        before any NPC is served)."""
+        (or withdrawal of consent) other game servers of a shared store began (called
+        once the store is loaded, before any NPC is served)."""
         store = self._privacy_store()
         if store is None:
             return []
-        pending = store.pending_forgets()
-        return [self.forget_player(p.key, actor="restart", name=p.name, resumed=True) for p in pending]
+        reports: list[ForgetReport | ConsentReport] = []
+        for record in store.pending_forgets():
+            if record.op == "forget":
+                reports.append(
+                    self.forget_player(record.key, actor="restart", name=record.name, resumed=True)
+                )
+            elif record.op == "withdraw":
+                reports.append(self._withdraw_shared(record, "restart", resumed=True))
+        return reports
 
     def forget_player(
         self, key: str, *, actor: str, name: str | None = None, resumed: bool = False
@@ -296,8 +310,8 @@ class PrivacyService:
         store = self._privacy_store()
         pending = PendingForget(key=key, name=name)
         if store is not None:  # first: a crash from here on is finished by the restart
-            self.persistence.run_on_store(lambda s: _set_pending(s, key, pending))
-            self._known = [*(p for p in self._known if p.key != key), pending]
+            self.persistence.run_on_store(lambda s: _set_pending(s, pending))
+            self._known = [*(p for p in self._known if not _same(p, pending)), pending]
         counts: Counter[str] = Counter()
         shared = self.persistence.shared if store is not None else None
         before = set(state.dirty)
@@ -312,13 +326,13 @@ class PrivacyService:
                 state.deleted.add(key)
             entry.counts.update(counts)
             waiting: list[int] = []
-            self.persistence.save(after=lambda s: waiting.extend(self._part_done(s, key, pattern, entry)))
+            self.persistence.save(after=lambda s: waiting.extend(self._part_done(s, pending, pattern, entry)))
             report.waiting = waiting
             counts.update({k: v for k, v in entry.counts.items() if k.startswith("files")})
         elif store is not None:
 
             def finish(s: Store) -> None:
-                self._purge(s, key, pattern, entry)
+                self._purge(s, pending, pattern, entry)
 
             entry.counts.update(counts)
             self.persistence.save(after=finish)
@@ -366,31 +380,45 @@ class PrivacyService:
                 state.dirty.discard(key)
 
     def _part_done(
-        self, store: Store, key: str, pattern: re.Pattern[str], entry: AuditEntry, *, first: bool = True
+        self,
+        store: Store,
+        record: PendingForget,
+        pattern: re.Pattern[str],
+        entry: AuditEntry,
+        *,
+        first: bool = True,
     ) -> list[int]:
-        """On the writer thread, once this server's documents without the player are
-        written (``first``: just now): acknowledge its part and clean the documents no
-        live server owns (so none it adds later holds the player); then, if no server
-        is still to do its part and this one is to finish, clean them again (those of
-        servers gone meanwhile), purge the player from the store and close the record.
-        Returns the servers still waited for."""
+        """On the writer thread, once this server's documents the operation ``record``
+        changed are written (``first``: just now): acknowledge its part and apply it to
+        the documents no live server owns (so none it adds later holds the player as
+        before); then, if no server is still to do its part and this one is to finish,
+        apply it to them again (those of servers gone meanwhile) and close the record
+        (a forgetting purges the player from the store first). Returns the servers
+        still waited for."""
         assert isinstance(store, SharedStore) and isinstance(store, PrivacyStore)
         if first:
-            store.acknowledge_forget(key)
-            _clean_free(store, key, pattern, entry)
-        waiting, finisher = store.forget_progress(key)
+            store.acknowledge_forget(record.key, record.op)
+            _clean_free(store, record, pattern, entry)
+        waiting, finisher = store.forget_progress(record.key, record.op)
         if waiting or finisher != store.session:
-            log.info("forgetting %s: left to game servers %s", entry.target, waiting or [finisher])
+            log.info("%s %s: left to game servers %s", record.op, entry.target, waiting or [finisher])
             return waiting or ([] if finisher is None else [finisher])
         if not first:
-            _clean_free(store, key, pattern, entry)
-        self._purge(store, key, pattern, entry)
+            _clean_free(store, record, pattern, entry)
+        if record.op == "forget":
+            self._purge(store, record, pattern, entry)
+        else:
+            store.append_audit(entry)  # before the pending record goes: a kill between repeats both
+            _set_pending(store, record, closed=True)
         return []
 
-    def _purge(self, store: Store, key: str, pattern: re.Pattern[str], entry: AuditEntry) -> None:
+    def _purge(
+        self, store: Store, record: PendingForget, pattern: re.Pattern[str], entry: AuditEntry
+    ) -> None:
         """Purge the player from every generation of ``store``, append the audit entry,
         and close the pending record (on the writer thread)."""
         assert isinstance(store, PrivacyStore)
+        key = record.key
         purged = store.purge(pattern, remove=[key])
         entry.counts.update(files_removed=purged.removed, files_scrubbed=purged.scrubbed)
         entry.counts.update(files_still_matching=len(purged.remaining))
@@ -400,7 +428,7 @@ class PrivacyService:
                 f"{'; '.join(purged.journal)}; the forgetting finishes at the next start"
             )
         store.append_audit(entry)  # before the pending record goes: a kill between repeats both
-        _set_pending(store, key, None)
+        _set_pending(store, record, closed=True)
 
     # ------------------------------------------------------------------ shared stores
 
@@ -414,23 +442,32 @@ class PrivacyService:
             pending = store.pending_forgets()
             self._known = pending
             session = store.session
-            self._seen = [p for p in pending if session not in p.acks and p.key not in self._applying]
+            self._seen = [p for p in pending if session not in p.acks and (p.op, p.key) not in self._applying]
             for record in pending:
-                if session in record.acks and record.key not in self._applying:
+                if session in record.acks and (record.op, record.key) not in self._applying:
                     pattern = _pattern_of(record.key, record.name)
-                    entry = self.persistence.entry("forget", self.pseudonym(record.key), "game server")
-                    self._part_done(store, record.key, pattern, entry, first=False)
+                    entry = self._entry(record, "game server")
+                    self._part_done(store, record, pattern, entry, first=False)
         except Exception:  # the next round polls again
             log.exception("polling %r for pending forgetting failed", store)
 
+    def _entry(self, record: PendingForget, actor: str, counts: Counter[str] | None = None) -> AuditEntry:
+        """The audit entry of the pending operation ``record``."""
+        if record.op == "forget":
+            return self.persistence.entry("forget", self.pseudonym(record.key), actor, counts=counts)
+        details = {"consent": False}
+        return self.persistence.entry(
+            "consent", self.pseudonym(record.key), actor, counts=counts, details=details
+        )
+
     def _claimed(self, document: Document) -> None:
-        """Clean an NPC document just claimed from the shared store of every player
-        whose forgetting is pending (O(1) while there is none)."""
-        if not self._known or not isinstance(document, NpcDocument):
+        """Apply to a document just claimed from the shared store every pending
+        operation (forgetting, withdrawn consent): O(1) while there is none."""
+        if not self._known:
             return
         counts: Counter[str] = Counter()
         for record in list(self._known):
-            if _scrub_document(document, record.key, _pattern_of(record.key, record.name), counts):
+            if _apply_to_document(record, _pattern_of(record.key, record.name), document, counts):
                 self.state.mark(document.key)
 
     def tick(self) -> None:
@@ -447,7 +484,7 @@ class PrivacyService:
         if work is None:
             while self._seen and work is None:
                 record = self._seen.pop(0)
-                if record.key not in self._applying:
+                if (record.op, record.key) not in self._applying:
                     work = self._begin_remote(record)
             if work is None:
                 return
@@ -458,14 +495,15 @@ class PrivacyService:
             return
         while work.queue:
             npc = self._handle(work.queue.popleft())
-            if npc is not None and self._scrub(npc, work.key, work.pattern, work.counts):
+            if npc is not None and self._apply(work.record, work.pattern, npc, work.counts):
                 work.changed.add(npc.identity.key)
                 work.found = True
             if time.perf_counter() >= deadline:
                 return
         if work.found:  # another pass, until one finds nothing
             work.found = False
-            self.conversations.drop_jobs_of(work.key)  # (results of conversations ended meanwhile)
+            if work.record.op == "forget":
+                self.conversations.drop_jobs_of(work.key)  # (results of conversations ended meanwhile)
             work.queue.extend(self._npc_keys())
             return
         self._finish_remote(work)
@@ -492,15 +530,19 @@ class PrivacyService:
         player, extraction work, standing at once; the NPCs over the next ticks."""
         pattern = _pattern_of(record.key, record.name)
         work = _RemoteForget(
+            record=record,
             key=record.key,
             pattern=pattern,
             owned_player=self.state.registry.live_player(record.key) is not None,
             before=set(self.state.dirty),
         )
-        self._begin_forgetting(record.key, pattern, work.counts)
-        self._end_forgetting(record.key, work.counts)
+        if record.op == "forget":
+            self._begin_forgetting(record.key, pattern, work.counts)
+            self._end_forgetting(record.key, work.counts)
+        else:
+            self._withdraw_profile(record.key)
         work.queue.extend(self._npc_keys())
-        self._applying.add(record.key)
+        self._applying.add((record.op, record.key))
         self._work = work
         return work
 
@@ -509,20 +551,33 @@ class PrivacyService:
         acknowledges the part (and finishes the forgetting, if it is the one to)."""
         self._work = None
         self._keep_unowned_clean(work.changed, work.before)
-        entry = self.persistence.entry("forget", self.pseudonym(work.key), "game server", counts=work.counts)
-        key, pattern = work.key, work.pattern
+        record, pattern = work.record, work.pattern
+        entry = self._entry(record, "game server", work.counts)
 
         def done(store: Store) -> None:
             try:
-                self._part_done(store, key, pattern, entry)
+                self._part_done(store, record, pattern, entry)
             except Exception:
-                log.exception("forgetting %s in this server's NPCs: acknowledging failed", entry.target)
+                log.exception("%s %s in this server's NPCs: acknowledging failed", record.op, entry.target)
             finally:
-                self._applying.discard(key)
+                self._applying.discard((record.op, record.key))
 
         state = self.state
         written = [k for k in work.changed if k in state.dirty or state.registry.live(k) is not None]
-        self.persistence.write_soon(written, [key] if work.owned_player else [], after=done)
+        owned = [record.key] if work.owned_player else []
+        if record.op == "forget":
+            self.persistence.write_soon(written, owned, after=done)
+        else:
+            self.persistence.write_soon([*written, *owned], [], after=done)
+
+    def _apply(
+        self, record: PendingForget, pattern: re.Pattern[str], npc: NpcHandle, counts: Counter[str]
+    ) -> bool:
+        """Apply the pending operation ``record`` to ``npc`` (live or stored) as a call
+        on this server does; whether anything changed."""
+        if record.op == "forget":
+            return self._scrub(npc, record.key, pattern, counts)
+        return self._withdraw_npc(npc, record.key, pattern, record.purge, record.game, counts)
 
     def _scrub(self, npc: NpcHandle, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> bool:
         """Take out of ``npc`` everything about ``key`` or naming the player; whether anything went."""
@@ -639,8 +694,17 @@ class PrivacyService:
             raise InvalidArgumentError(f"no player {key!r}, live or stored")
         if consent and profile.anonymous:
             raise PrivacyError(f"player {key!r} is anonymous and cannot consent to be remembered")
-        if not consent:
-            self._require_sole_server("withdraw the player's consent", key)
+        if not consent and self._privacy_store() is not None and self.persistence.shared is not None:
+            name = (
+                live.identity.name
+                if live is not None
+                else stored.name
+                if isinstance(stored, PlayerDocument)
+                else None
+            )
+            purge = state.pack.privacy.withdrawn_consent == "purge"
+            record = PendingForget(op="withdraw", key=key, name=name, purge=purge, game=state.game)
+            return self._withdraw_shared(record, actor)
         changed_profile = msgspec.structs.replace(profile, consent=consent)
         if live is not None:
             state.registry.replace_profile(live, changed_profile)
@@ -664,48 +728,70 @@ class PrivacyService:
         return report
 
     def _withdraw(self, key: str, name: str, counts: Counter[str]) -> None:
-        pattern = privacy_rules.mention_pattern([key, name])
+        pattern = _pattern_of(key, name)
         purge = self.state.pack.privacy.withdrawn_consent == "purge"
-        game = self.state.game
         for npc in self.npcs():
-            changed = False
-            pair = npc.bank.players.get(key)
-            if pair is not None:
-                moved = _filter_pair(pair, lambda m: m.scope not in ("player", "social"))
-                counts["memories"] += len(moved)
-                changed |= bool(moved)
-                if not purge:
-                    for memory in moved:
-                        fragment = msgspec.structs.replace(
-                            memory,
-                            scope="anon",
-                            game=game,
-                            content=privacy_rules.redact(pattern, memory.content),
-                            source_conversation=None,
-                        )
-                        getattr(npc.bank.world, kind_of(fragment)).append(fragment)
-            facts = npc.knowledge.facts
-            rewritten: list[Fact] = []
-            for fact in facts:
-                if fact.subject != key or privacy_rules.fact_scope(fact) not in ("player", "social"):
-                    rewritten.append(fact)
-                    continue
-                counts["facts"] += 1
-                if not purge:
-                    rewritten.append(
-                        msgspec.structs.replace(
-                            fact,
-                            subject=None,
-                            scope="anon",
-                            game=game,
-                            content=privacy_rules.redact(pattern, fact.content),
-                        )
-                    )
-            if counts["facts"] and rewritten != facts:
-                self.knowledge.replace_facts(npc, rewritten)
-                changed = True
-            if changed:
-                self.state.mark(npc.identity.key)
+            self._withdraw_npc(npc, key, pattern, purge, self.state.game, counts)
+
+    def _withdraw_npc(
+        self,
+        npc: NpcHandle,
+        key: str,
+        pattern: re.Pattern[str],
+        purge: bool,
+        game: str | None,
+        counts: Counter[str],
+    ) -> bool:
+        """Rewrite (or purge) what ``npc`` holds by player ``key``'s withdrawn consent;
+        whether anything changed."""
+        changed = _withdraw_components(npc, key, pattern, purge, game, counts, self.knowledge.replace_facts)
+        if changed:
+            self.state.mark(npc.identity.key)
+        return changed
+
+    def _withdraw_profile(self, key: str) -> bool:
+        """Player ``key`` no longer consents, here: whether this server owns them (live).
+        A stored copy changes in memory only (its row is its owner's, or the store's
+        writer's, to rewrite)."""
+        live = self.state.registry.live_player(key)
+        if live is not None:
+            if live.profile.consent:
+                self.state.registry.replace_profile(
+                    live, msgspec.structs.replace(live.profile, consent=False)
+                )
+                self.state.mark(key)
+            return True
+        stored = self.state.stored.get(key)
+        if isinstance(stored, PlayerDocument) and stored.profile.consent:
+            stored.profile = msgspec.structs.replace(stored.profile, consent=False)
+        return False
+
+    def _withdraw_shared(self, record: PendingForget, actor: str, *, resumed: bool = False) -> ConsentReport:
+        """Withdraw player ``record.key``'s consent on a store game servers share: record
+        the withdrawal, rewrite what this server holds, then (on the writer) acknowledge
+        and rewrite the rows no live server owns; the other live servers do their part
+        when they poll, and the last finishes (see :meth:`forget_player`)."""
+        state = self.state
+        pattern = _pattern_of(record.key, record.name)
+        self.persistence.run_on_store(lambda s: _set_pending(s, record))
+        self._known = [*(p for p in self._known if not _same(p, record)), record]
+        before = set(state.dirty)
+        self._withdraw_profile(record.key)
+        counts: Counter[str] = Counter()
+        changed = {
+            npc.identity.key
+            for npc in self.npcs()
+            if self._withdraw_npc(npc, record.key, pattern, record.purge, record.game, counts)
+        }
+        self._keep_unowned_clean({*changed, record.key}, before)
+        entry = self._entry(record, actor, counts)
+        if resumed:
+            entry.details["resumed"] = True
+        waiting: list[int] = []
+        self.persistence.save(after=lambda s: waiting.extend(self._part_done(s, record, pattern, entry)))
+        return ConsentReport(
+            player=self.pseudonym(record.key), consent=False, counts=dict(counts), waiting=waiting
+        )
 
     # ------------------------------------------------------------------ cloning
 
@@ -898,7 +984,6 @@ def _scrub_components(
     return changed
 
 
-
 def _pattern_of(key: str, name: str | None) -> re.Pattern[str]:
     """Finds the key or name (if known) of player ``key``."""
     pattern = privacy_rules.mention_pattern([key] if name is None else [key, name])
@@ -906,23 +991,92 @@ def _pattern_of(key: str, name: str | None) -> re.Pattern[str]:
     return pattern
 
 
-def _clean_free(store: SharedStore, key: str, pattern: re.Pattern[str], entry: AuditEntry) -> None:
-    """Forget player ``key`` in the NPC documents no live game server owns, as the
-    store holds them (on the writer thread); counted in ``entry``."""
+def _withdraw_components(
+    npc: NpcHandle,
+    key: str,
+    pattern: re.Pattern[str],
+    purge: bool,
+    game: str | None,
+    counts: Counter[str],
+    replace_facts: Callable[[NpcHandle, list[Fact]], None],
+) -> bool:
+    """Player ``key`` (``pattern`` finds them) withdrew their consent: ``npc``'s
+    ``player`` and ``social`` memories and facts about them go, or (unless ``purge``)
+    become de-identified ``anon`` fragments of ``game``; whether anything changed.
+    Facts change through ``replace_facts``."""
+    changed = False
+    pair = npc.bank.players.get(key)
+    if pair is not None:
+        moved = _filter_pair(pair, lambda m: m.scope not in ("player", "social"))
+        counts["memories"] += len(moved)
+        changed |= bool(moved)
+        if not purge:
+            for memory in moved:
+                fragment = msgspec.structs.replace(
+                    memory,
+                    scope="anon",
+                    game=game,
+                    content=privacy_rules.redact(pattern, memory.content),
+                    source_conversation=None,
+                )
+                getattr(npc.bank.world, kind_of(fragment)).append(fragment)
+    facts = npc.knowledge.facts
+    rewritten: list[Fact] = []
+    for fact in facts:
+        if fact.subject != key or privacy_rules.fact_scope(fact) not in ("player", "social"):
+            rewritten.append(fact)
+            continue
+        counts["facts"] += 1
+        if not purge:
+            rewritten.append(
+                msgspec.structs.replace(
+                    fact,
+                    subject=None,
+                    scope="anon",
+                    game=game,
+                    content=privacy_rules.redact(pattern, fact.content),
+                )
+            )
+    if rewritten != facts:
+        replace_facts(npc, rewritten)
+        changed = True
+    return changed
+
+
+def _clean_free(
+    store: SharedStore, record: PendingForget, pattern: re.Pattern[str], entry: AuditEntry
+) -> None:
+    """Apply the pending operation ``record`` to the documents no live game server
+    owns, as the store holds them (on the writer thread); counted in ``entry``."""
     taken = store.take_free(pattern)
+    if record.op == "withdraw":
+        taken += store.take_free(pattern, "player")
     cleaned: Counter[str] = Counter()
     for document in taken:
-        _scrub_document(document, key, pattern, cleaned)
+        _apply_to_document(record, pattern, document, cleaned)
     if taken:
         store.write([encode_document(d) for d in taken])
     entry.counts["documents_cleaned"] = entry.counts.get("documents_cleaned", 0) + len(taken)
 
 
-def _scrub_document(document: Document, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> bool:
-    """:func:`_scrub_components` on a stored NPC document (not in the live world)."""
+def _apply_to_document(
+    record: PendingForget, pattern: re.Pattern[str], document: Document, counts: Counter[str]
+) -> bool:
+    """The pending operation ``record`` on a stored document (not in the live world):
+    an NPC forgets the player or rewrites their items; the player's own document of a
+    withdrawal records that they no longer consent. Whether anything changed."""
+    if isinstance(document, PlayerDocument):
+        if record.op != "withdraw" or document.key != record.key or not document.profile.consent:
+            return False
+        document.profile = msgspec.structs.replace(document.profile, consent=False)
+        return True
+    if not isinstance(document, NpcDocument):
+        return False
     handle = handle_of(document)
     assert isinstance(handle, NpcHandle)
-    return _scrub_components(handle, key, pattern, counts, _set_facts, _drop_relationship)
+    if record.op == "forget":
+        return _scrub_components(handle, record.key, pattern, counts, _set_facts, _drop_relationship)
+    return _withdraw_components(handle, record.key, pattern, record.purge, record.game, counts, _set_facts)
 
 
 def _set_facts(npc: NpcHandle, facts: list[Fact]) -> None:
@@ -946,18 +1100,23 @@ def _filter_pair(pair: PairMemories, keep: Callable[[Memory], bool]) -> list[Mem
     return removed
 
 
-def _set_pending(store: Store, key: str, pending: PendingForget | None) -> None:
-    """Record ``pending`` as the forgetting of ``key`` (``None``: finished). A record
-    already there is kept, with the game servers that have done their part."""
+def _same(one: PendingForget, other: PendingForget) -> bool:
+    """Whether two records are of the same pending operation."""
+    return one.op == other.op and one.key == other.key
+
+
+def _set_pending(store: Store, pending: PendingForget, *, closed: bool = False) -> None:
+    """Record the operation ``pending`` (``closed``: take it out, finished). A record
+    of it already there is kept, with the game servers that have done their part."""
     assert isinstance(store, PrivacyStore)
     records = store.pending_forgets()
-    held = next((p for p in records if p.key == key), None)
-    if pending is not None and held is not None:
+    held = next((p for p in records if _same(p, pending)), None)
+    if not closed and held is not None:
         pending = msgspec.structs.replace(held, name=held.name or pending.name)
         if pending == held:
             return
-    others = [p for p in records if p.key != key]
-    store.set_pending_forgets(others if pending is None else [*others, pending])
+    others = [p for p in records if not _same(p, pending)]
+    store.set_pending_forgets(others if closed else [*others, pending])
 
 
 __all__ = [
