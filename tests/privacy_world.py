@@ -172,3 +172,51 @@ class Backend:
                 lowered = [n.lower() for n in needles]
                 found += [f"{table}/{name}" for name, data in rows if any(n in data.lower() for n in lowered)]
         return found
+
+
+def about_player(backend: Backend, key: str = KEY) -> dict[str, Any]:
+    """What the world's rows hold that a withdrawal of ``key``'s consent or the end of a
+    game rewrites: per NPC, its memories and facts as (kind, scope, game, content,
+    subject) with ids left out (the player's consent under ``"player"``)."""
+    from npc_memory.components import kind_of
+    from npc_memory.rules.privacy import fact_scope
+    from npc_memory.store import NpcDocument, PlayerDocument
+
+    store = backend.store()
+    try:
+        documents = store.load().documents
+    finally:
+        store.close()
+    view: dict[str, Any] = {}
+    for name, document in sorted(documents.items()):
+        if isinstance(document, PlayerDocument) and name == key:
+            view["player"] = document.profile.consent
+        if isinstance(document, NpcDocument):
+            held = [(player, m) for player, pair in document.bank.players.items() for m in pair.all()]
+            view[name] = sorted(
+                [(kind_of(m), m.scope, m.game, m.content, player) for player, m in held]
+                + [(kind_of(m), m.scope, m.game, m.content, None) for m in document.bank.world.all()]
+                + [("fact", fact_scope(f), f.game, f.content, f.subject) for f in document.knowledge.facts],
+                key=repr,
+            )
+    return view
+
+
+def unconsented(view: dict[str, Any], key: str = KEY) -> list[str]:
+    """The NPCs of ``view`` (:func:`about_player`) still holding a ``player`` or ``social``
+    item about ``key`` (what a withdrawal rewrites)."""
+    return [
+        name
+        for name, items in view.items()
+        if name != "player" and any(subject == key and scope in ("player", "social") for _, scope, _, _, subject in items)
+    ]
+
+
+def withdrawn(view: dict[str, Any], key: str = KEY) -> dict[str, Any]:
+    """What a withdrawal of ``key``'s consent left in ``view`` (:func:`about_player`):
+    per NPC, the ``anon`` fragments and the ``player`` and ``social`` items about them."""
+    return {
+        name: [i for i in items if i[1] == "anon" or (i[4] == key and i[1] in ("player", "social"))]
+        for name, items in view.items()
+        if name != "player"
+    }

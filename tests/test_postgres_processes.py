@@ -21,7 +21,7 @@ from npc_memory.store import NpcDocument, PendingForget
 from npc_memory.store.postgres import PostgresStore
 from tests.kill import run_and_kill
 from tests.postgres import new_world, pg_url, wait_until_free
-from tests.privacy_world import KEY, NAME, Backend, built, mentions
+from tests.privacy_world import KEY, NAME, Backend, about_player, built, mentions, unconsented
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20
@@ -247,6 +247,51 @@ def test_an_npc_given_up_unchanged_meanwhile_is_cleaned_when_a_server_that_did_i
         command(there, "step")
         here.save()
         assert village.traces(KEY, NAME) == []
+        command(there, "exit")
+
+
+def test_consent_withdrawn_while_a_server_was_killed_before_its_part_is_rewritten_in_its_rows(
+    village: Backend,
+) -> None:
+    with running("holder", village.url or "", village.world, "npc1,npc2") as there:
+        session = int(expect(there, "ok"))
+        here = npc_memory.install(world="here", store=village.store(), seed=2)
+        assert here.set_consent(KEY, False).waiting == [session]
+        there.send_signal(signal.SIGKILL)
+        there.wait(timeout=30)
+    assert unconsented(about_player(village)) == ["npc1", "npc2"]  # its last rows as it wrote them
+    store = village.store()
+    try:
+        wait_until_free(store, ["npc1", "npc2"])
+        assert [(p.op, p.key) for p in store.pending_forgets()] == [("withdraw", KEY)]  # the record waits ...
+    finally:
+        store.close()
+    here.save()  # ... until a server polls once the killed one's lock is gone: it rewrites its rows
+    view = about_player(village)
+    assert unconsented(view) == [] and view["player"] is False
+    assert [e.action for e in village.audit()].count("consent") == 1
+    store = village.store()
+    try:
+        assert store.pending_forgets() == []
+    finally:
+        store.close()
+
+
+def test_a_server_starting_with_a_withdrawal_pending_does_its_part_before_serving(village: Backend) -> None:
+    with running("holder", village.url or "", village.world, "npc1") as there:
+        session = int(expect(there, "ok"))
+        store = village.store()
+        store.set_pending_forgets([PendingForget(op="withdraw", key=KEY, name=NAME, game="default")])
+        store.close()  # (begun by a server since gone)
+        late = npc_memory.install(world="late", store=village.store(), seed=2)
+        assert [(type(r).__name__, r.waiting) for r in late.resumed] == [("ConsentReport", [session])]
+        assert not late.player(KEY).profile.consent  # (from the row, rewritten before serving)
+        late.add_npc(key="npc0")
+        assert unconsented(about_player(village)) == ["npc1"]  # the running server's NPC, until it polls
+        command(there, "step")
+        late.save()
+        view = about_player(village)
+        assert unconsented(view) == [] and view["player"] is False
         command(there, "exit")
 
 
