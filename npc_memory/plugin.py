@@ -202,7 +202,7 @@ class MemoryPlugin:
         """Typed, in-memory questions for game logic."""
         self.processors: list[esper.Processor] = []
         """The plugin's esper processors, in the order they run."""
-        self.resumed: list[ForgetReport | ConsentReport] = self._privacy.resume()
+        self.resumed: list[ForgetReport | ConsentReport | EndGameReport] = self._privacy.resume()
         """Forgetting that a crash interrupted and this start finished (see :meth:`forget_player`)."""
 
     world = property(

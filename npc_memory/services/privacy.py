@@ -43,14 +43,18 @@ from npc_memory.components import (
     PairMemories,
     PlayerProfile,
     Scope,
+    SemanticMemory,
     kind_of,
 )
+from npc_memory.content import MemoryRules, PrivacyRules
 from npc_memory.errors import InvalidArgumentError, PrivacyError
+from npc_memory.rules import decay as decay_rules
+from npc_memory.rules import memory as memory_rules
 from npc_memory.rules import privacy as privacy_rules
 from npc_memory.services.conversations import ConversationService
 from npc_memory.services.knowledge import KnowledgeService
 from npc_memory.services.maintenance import MaintenanceService
-from npc_memory.services.memories import MemoryService
+from npc_memory.services.memories import NPC_CAP_CHECKS, MemoryService
 from npc_memory.services.persistence import PersistenceService, handle_of
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.state import WorldState
@@ -88,6 +92,37 @@ class EndGameReport(msgspec.Struct, kw_only=True):
 
     game: str
     counts: dict[str, int] = msgspec.field(default_factory=dict)
+    waiting: list[int] = msgspec.field(default_factory=list)
+    """On a store game servers share: the servers (sessions) still to end the game in
+    the NPCs they own."""
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """What ending a game needs: which items end (``game``'s ``session`` and ``anon``
+    ones; ``legacy``: those made before games had ids too), whether they are
+    compacted, the players held about whom goes (``anonymous``) or whose open
+    conversations go (``transient``), the names a summary must not hold (``everyone``),
+    the rules of summaries and the game and time they are made at."""
+
+    game: str
+    legacy: bool
+    compact: bool
+    anonymous: frozenset[str]
+    transient: frozenset[str]
+    everyone: re.Pattern[str] | None
+    privacy: PrivacyRules
+    memory: MemoryRules
+    now: float
+    current: str | None
+    pattern: re.Pattern[str] = re.compile("")
+    """Finds the rows to take from the store (every NPC's)."""
+
+    def ends(self, scope: str, made_in: str | None) -> bool:
+        """Whether an item of ``scope`` made in game ``made_in`` ends."""
+        return scope in privacy_rules.PURGED_AT_GAME_END and (
+            made_in == self.game or (self.legacy and made_in is None)
+        )
 
 
 class ConsentReport(msgspec.Struct, kw_only=True):
@@ -138,6 +173,7 @@ class _RemoteForget:
     record: PendingForget
     key: str
     pattern: re.Pattern[str]
+    ending: _Ending | None
     owned_player: bool
     before: set[str]
     """Keys dirty when it began (stored ones among them are this server's to write)."""
@@ -177,6 +213,9 @@ class PrivacyService:
         self._work: _RemoteForget | None = None
         """This server's part of a forgetting another server began, under way."""
         self._share: TickShare | None = None
+        self._endings: dict[str, _Ending] = {}
+        """The games this server has ended its part of, as it ended them (for the rows
+        no live server owns)."""
         self._known: list[PendingForget] = []
         """The world's pending forgetting as last seen: an NPC claimed meanwhile (whose
         row another server may have given up unchanged) is cleaned before it is served."""
@@ -191,22 +230,6 @@ class PrivacyService:
         if self.persistence.writer is not None and isinstance(store, PrivacyStore):
             return store
         return None
-
-    def _others_owning(self) -> list[int]:
-        """The other game servers owning documents of a shared store's world now."""
-        shared = self.persistence.shared
-        return [] if shared is None or self.persistence.writer is None else shared.other_owners()
-
-    def _require_sole_server(self, action: str, target: str) -> None:
-        """Refuse ``action`` on ``target`` (changing NPCs of the whole world) while other
-        game servers own documents of a shared store's world."""
-        owners = self._others_owning()
-        if owners:
-            raise PrivacyError(
-                f"cannot {action} {target!r}: other game servers (sessions {', '.join(map(str, owners))}) "
-                "own documents of the world and would keep what their NPCs hold; run it on the one "
-                "server left, or with 'npc-memory' once the servers have stopped"
-            )
 
     def pseudonym(self, key: str) -> str:
         """The pseudonym that stands for player ``key`` in the audit log."""
@@ -274,14 +297,14 @@ class PrivacyService:
 
     # ------------------------------------------------------------------ forgetting
 
-    def resume(self) -> list[ForgetReport | ConsentReport]:
+    def resume(self) -> list[ForgetReport | ConsentReport | EndGameReport]:
         """Finish the forgetting a crash interrupted, or take part in the forgetting
-        (or withdrawal of consent) other game servers of a shared store began (called
+        (withdrawal of consent, end of a game) other game servers of a shared store began (called
         once the store is loaded, before any NPC is served)."""
         store = self._privacy_store()
         if store is None:
             return []
-        reports: list[ForgetReport | ConsentReport] = []
+        reports: list[ForgetReport | ConsentReport | EndGameReport] = []
         for record in store.pending_forgets():
             if record.op == "forget":
                 reports.append(
@@ -289,6 +312,8 @@ class PrivacyService:
                 )
             elif record.op == "withdraw":
                 reports.append(self._withdraw_shared(record, "restart", resumed=True))
+            elif record.op == "end-game":
+                reports.append(self._end_game_shared(record, "restart", resumed=True))
         return reports
 
     def forget_player(
@@ -398,19 +423,30 @@ class PrivacyService:
         assert isinstance(store, SharedStore) and isinstance(store, PrivacyStore)
         if first:
             store.acknowledge_forget(record.key, record.op)
-            _clean_free(store, record, pattern, entry)
+            _clean_free(store, record, pattern, entry, self._ending_for(record))
         waiting, finisher = store.forget_progress(record.key, record.op)
         if waiting or finisher != store.session:
             log.info("%s %s: left to game servers %s", record.op, entry.target, waiting or [finisher])
             return waiting or ([] if finisher is None else [finisher])
         if not first:
-            _clean_free(store, record, pattern, entry)
+            _clean_free(store, record, pattern, entry, self._ending_for(record))
         if record.op == "forget":
             self._purge(store, record, pattern, entry)
         else:
+            if record.op == "end-game":
+                _delete_free_players(store, record, entry)
+            self._endings.pop(record.key, None)
             store.append_audit(entry)  # before the pending record goes: a kill between repeats both
             _set_pending(store, record, closed=True)
         return []
+
+    def _ending_for(self, record: PendingForget) -> _Ending | None:
+        """The ending of an end-game ``record`` as this server did its part (or from the
+        record alone); ``None`` for another operation. (On the writer thread.)"""
+        if record.op != "end-game":
+            return None
+        ending = self._endings.get(record.key)
+        return ending if ending is not None else _ending_of(record, self.state, set(), set(), None)
 
     def _purge(
         self, store: Store, record: PendingForget, pattern: re.Pattern[str], entry: AuditEntry
@@ -445,7 +481,7 @@ class PrivacyService:
             self._seen = [p for p in pending if session not in p.acks and (p.op, p.key) not in self._applying]
             for record in pending:
                 if session in record.acks and (record.op, record.key) not in self._applying:
-                    pattern = _pattern_of(record.key, record.name)
+                    pattern = _pattern_for(record)
                     entry = self._entry(record, "game server")
                     self._part_done(store, record, pattern, entry, first=False)
         except Exception:  # the next round polls again
@@ -455,19 +491,24 @@ class PrivacyService:
         """The audit entry of the pending operation ``record``."""
         if record.op == "forget":
             return self.persistence.entry("forget", self.pseudonym(record.key), actor, counts=counts)
-        details = {"consent": False}
+        if record.op == "end-game":
+            mode = "purge" if record.purge else "compact"
+            return self.persistence.entry(
+                "end-game", record.key, actor, counts=counts, details={"mode": mode}
+            )
         return self.persistence.entry(
-            "consent", self.pseudonym(record.key), actor, counts=counts, details=details
+            "consent", self.pseudonym(record.key), actor, counts=counts, details={"consent": False}
         )
 
     def _claimed(self, document: Document) -> None:
         """Apply to a document just claimed from the shared store every pending
-        operation (forgetting, withdrawn consent): O(1) while there is none."""
+        operation (forgetting, withdrawn consent, a game's end): O(1) while there is none."""
         if not self._known:
             return
         counts: Counter[str] = Counter()
         for record in list(self._known):
-            if _apply_to_document(record, _pattern_of(record.key, record.name), document, counts):
+            ending = self._ending(record) if record.op == "end-game" else None
+            if _apply_to_document(record, _pattern_for(record), document, counts, ending):
                 self.state.mark(document.key)
 
     def tick(self) -> None:
@@ -495,7 +536,7 @@ class PrivacyService:
             return
         while work.queue:
             npc = self._handle(work.queue.popleft())
-            if npc is not None and self._apply(work.record, work.pattern, npc, work.counts):
+            if npc is not None and self._apply(work, npc):
                 work.changed.add(npc.identity.key)
                 work.found = True
             if time.perf_counter() >= deadline:
@@ -528,17 +569,22 @@ class PrivacyService:
     def _begin_remote(self, record: PendingForget) -> _RemoteForget:
         """Start this server's part of a forgetting another server began: the live
         player, extraction work, standing at once; the NPCs over the next ticks."""
-        pattern = _pattern_of(record.key, record.name)
+        pattern = _pattern_for(record)
+        ending = self._ending(record) if record.op == "end-game" else None
         work = _RemoteForget(
             record=record,
             key=record.key,
             pattern=pattern,
+            ending=ending,
             owned_player=self.state.registry.live_player(record.key) is not None,
             before=set(self.state.dirty),
         )
         if record.op == "forget":
             self._begin_forgetting(record.key, pattern, work.counts)
             self._end_forgetting(record.key, work.counts)
+        elif ending is not None:
+            self._endings[record.key] = ending
+            self._begin_ending(ending)
         else:
             self._withdraw_profile(record.key)
         work.queue.extend(self._npc_keys())
@@ -570,13 +616,14 @@ class PrivacyService:
         else:
             self.persistence.write_soon([*written, *owned], [], after=done)
 
-    def _apply(
-        self, record: PendingForget, pattern: re.Pattern[str], npc: NpcHandle, counts: Counter[str]
-    ) -> bool:
-        """Apply the pending operation ``record`` to ``npc`` (live or stored) as a call
+    def _apply(self, work: _RemoteForget, npc: NpcHandle) -> bool:
+        """Apply the pending operation of ``work`` to ``npc`` (live or stored) as a call
         on this server does; whether anything changed."""
+        record, pattern, counts = work.record, work.pattern, work.counts
         if record.op == "forget":
             return self._scrub(npc, record.key, pattern, counts)
+        if work.ending is not None:
+            return self._end_npc(npc, work.ending, counts)
         return self._withdraw_npc(npc, record.key, pattern, record.purge, record.game, counts)
 
     def _scrub(self, npc: NpcHandle, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> bool:
@@ -600,85 +647,98 @@ class PrivacyService:
         facts of game ``game`` (``None``: the current game, and items made before games
         had ids), the open conversations and summaries of players who have not
         consented, and everything held about anonymous participants (the documents of
-        those no longer in the live world included)."""
-        self._require_sole_server("end the game", game or self.state.game)
+        those no longer in the live world included). On a store game servers share, the
+        other live servers do it in the NPCs they own when they next poll the store's
+        record (``waiting`` in the report: the servers this one left it to)."""
         state = self.state
-        ending = state.game if game is None else game
-        rules = state.pack.privacy
-        compact = rules.end_game == "compact"
-        anonymous = {key for key, _, profile in self.players() if profile.anonymous}
-        transient = {key for key, _, profile in self.players() if not profile.consent}
-
-        def ends(scope: str, made_in: str | None) -> bool:
-            return scope in privacy_rules.PURGED_AT_GAME_END and (
-                made_in == ending or (game is None and made_in is None)
-            )
-
-        everyone = privacy_rules.mention_pattern([n for key, name, _ in self.players() for n in (key, name)])
+        players = list(self.players())
+        record = PendingForget(
+            op="end-game",
+            key=state.game if game is None else game,
+            purge=state.pack.privacy.end_game != "compact",
+            legacy=game is None,
+            anonymous=tuple(sorted({key for key, _, profile in players if profile.anonymous})),
+            transient=tuple(sorted({key for key, _, profile in players if not profile.consent})),
+        )
+        if self._privacy_store() is not None and self.persistence.shared is not None:
+            return self._end_game_shared(record, actor)
+        ending = self._ending(record)
         counts: Counter[str] = Counter()
         for npc in self.npcs():
-            gathered: dict[str, set[str]] = {}
-            changed = False
-            for player, pair in [(None, npc.bank.world), *list(npc.bank.players.items())]:
-                removed = _filter_pair(pair, lambda m: not ends(m.scope, m.game))
-                counts["memories"] += len(removed)
-                changed |= bool(removed)
-                for memory in removed if compact else ():
-                    if memory.tags:  # one person per player; world fragments each count as one
-                        gathered.setdefault(memory.tags[0], set()).add(player or memory.id)
-                if player is not None and not len(pair):
-                    del npc.bank.players[player]
-                    npc.bank.milestones.pop(player, None)
-            facts = npc.knowledge.facts
-            kept = [f for f in facts if not ends(privacy_rules.fact_scope(f), f.game)]
-            if len(kept) != len(facts):
-                counts["facts"] += len(facts) - len(kept)
-                self.knowledge.replace_facts(npc, kept)
-            working = npc.working
-            for table in (working.open, working.recent):
-                for player in [p for p in table if p in transient]:
-                    del table[player]
-                    counts["conversations"] += 1
-                    changed = True
-            for player in [p for p in npc.relationships.by_player if p in anonymous]:
-                if npc.live:
-                    self.relationships.forget(npc, player)
-                else:
-                    del npc.relationships.by_player[player]
-                working.conversations.pop(player, None)
-                counts["relationships"] += 1
-                changed = True
-            if gathered:
-                ranked = sorted(gathered.items(), key=lambda item: (-len(item[1]), item[0]))
-                nameless = [(t, people) for t, people in ranked if not privacy_rules.mentions(everyone, t)]
-                for tag, people in nameless[: rules.compact_max_per_npc]:  # a summary names no player
-                    self.memories.remember(
-                        npc,
-                        None,
-                        rules.compact_template.format(tag=tag, people=len(people)),
-                        kind="semantic",
-                        tags=(tag,),
-                        importance=0.3,
-                        confidence=0.5,
-                        scope="social",
-                    )
-                    counts["compacted"] += 1
-            if changed:
-                state.mark(npc.identity.key)
-        for player in sorted(transient):
+            self._end_npc(npc, ending, counts)
+        for player in sorted(ending.transient):
             self.conversations.drop_jobs_of(player)
-        for key in sorted(anonymous):  # an anonymous participant's identity ends with the game
+        for key in sorted(ending.anonymous):  # an anonymous participant's identity ends with the game
             if state.registry.live_player(key) is None and state.stored.pop(key, None) is not None:
                 state.dirty.discard(key)
                 if self.persistence.writer is not None:
                     state.deleted.add(key)
                 counts["anonymous_players"] += 1
-        entry_counts = dict(counts)
-        entry = self.persistence.entry(
-            "end-game", ending, actor, counts=entry_counts, details={"mode": rules.end_game}
-        )
+        entry = self._entry(record, actor, counts)
         self.persistence.save(audit=[entry])
-        return EndGameReport(game=ending, counts=entry_counts)
+        return EndGameReport(game=record.key, counts=dict(counts))
+
+    def _ending(self, record: PendingForget) -> _Ending:
+        """What ending the game of ``record`` needs to know, here: the players it names
+        anonymous or without consent and those this server knows as such."""
+        players = list(self.players())
+        anonymous = {key for key, _, profile in players if profile.anonymous}
+        transient = {key for key, _, profile in players if not profile.consent}
+        everyone = privacy_rules.mention_pattern([n for key, name, _ in players for n in (key, name)])
+        return _ending_of(record, self.state, anonymous, transient, everyone)
+
+    def _end_npc(self, npc: NpcHandle, ending: _Ending, counts: Counter[str]) -> bool:
+        """End the game of ``ending`` in ``npc`` (live or stored); whether anything changed."""
+        changed = _end_game_components(
+            npc, ending, counts, self.knowledge.replace_facts, self._forget_relationship
+        )
+        if changed:
+            self.state.mark(npc.identity.key)
+        return changed
+
+    def _begin_ending(self, ending: _Ending) -> None:
+        """On a store game servers share: the extraction work about players without
+        consent goes (the rows of anonymous participants no server has in play go when
+        the game has ended everywhere)."""
+        for player in sorted(ending.transient):
+            self.conversations.drop_jobs_of(player)
+
+    def _drop_ended_players(self, ending: _Ending) -> None:
+        """This server's copies of the anonymous participants whose rows went with the
+        game's end."""
+        state = self.state
+        for key in sorted(ending.anonymous):
+            if state.registry.live_player(key) is None and state.stored.pop(key, None) is not None:
+                state.dirty.discard(key)
+
+    def _end_game_shared(self, record: PendingForget, actor: str, *, resumed: bool = False) -> EndGameReport:
+        """End the game of ``record`` on a store game servers share: record it, end it in
+        what this server holds, then (on the writer) acknowledge and end it in the rows
+        no live server owns; the other live servers do their part when they poll, and
+        the last finishes, deleting the rows of anonymous participants no server has in
+        play (see :meth:`forget_player`)."""
+        state = self.state
+        self.persistence.run_on_store(lambda s: _set_pending(s, record))
+        self._known = [*(p for p in self._known if not _same(p, record)), record]
+        ending = self._ending(record)
+        self._endings[record.key] = ending
+        before = set(state.dirty)
+        self._begin_ending(ending)
+        counts: Counter[str] = Counter()
+        changed = {npc.identity.key for npc in self.npcs() if self._end_npc(npc, ending, counts)}
+        self._keep_unowned_clean(changed, before)
+        entry = self._entry(record, actor, counts)
+        if resumed:
+            entry.details["resumed"] = True
+        waiting: list[int] = []
+        self.persistence.save(
+            after=lambda s: waiting.extend(self._part_done(s, record, ending.pattern, entry))
+        )
+        if not waiting:
+            self._drop_ended_players(ending)
+            if "anonymous_players" in entry.counts:
+                counts["anonymous_players"] = entry.counts["anonymous_players"]
+        return EndGameReport(game=record.key, counts=dict(counts), waiting=waiting)
 
     # ------------------------------------------------------------------ consent
 
@@ -1043,8 +1103,129 @@ def _withdraw_components(
     return changed
 
 
+def _end_game_components(
+    npc: NpcHandle,
+    ending: _Ending,
+    counts: Counter[str],
+    replace_facts: Callable[[NpcHandle, list[Fact]], None],
+    forget_relationship: Callable[[NpcHandle, str], None],
+) -> bool:
+    """End the game of ``ending`` in ``npc``: its ending memories and facts go (compacted
+    into at most ``compact_max_per_npc`` summaries naming no player, by rule), the open
+    conversations and summaries of players without consent, everything about anonymous
+    participants; whether anything changed. Facts and relationships change through the
+    given calls."""
+    gathered: dict[str, set[str]] = {}
+    changed = False
+    for player, pair in [(None, npc.bank.world), *list(npc.bank.players.items())]:
+        removed = _filter_pair(pair, lambda m: not ending.ends(m.scope, m.game))
+        counts["memories"] += len(removed)
+        changed |= bool(removed)
+        for memory in removed if ending.compact else ():
+            if memory.tags:  # one person per player; world fragments each count as one
+                gathered.setdefault(memory.tags[0], set()).add(player or memory.id)
+        if player is not None and not len(pair):
+            del npc.bank.players[player]
+            npc.bank.milestones.pop(player, None)
+    facts = npc.knowledge.facts
+    kept = [f for f in facts if not ending.ends(privacy_rules.fact_scope(f), f.game)]
+    if len(kept) != len(facts):
+        counts["facts"] += len(facts) - len(kept)
+        replace_facts(npc, kept)
+        changed = True
+    working = npc.working
+    for table in (working.open, working.recent):
+        for player in [p for p in table if p in ending.transient]:
+            del table[player]
+            counts["conversations"] += 1
+            changed = True
+    for player in [p for p in npc.relationships.by_player if p in ending.anonymous]:
+        forget_relationship(npc, player)
+        working.conversations.pop(player, None)
+        counts["relationships"] += 1
+        changed = True
+    if gathered:
+        ranked = sorted(gathered.items(), key=lambda item: (-len(item[1]), item[0]))
+        nameless = [(t, people) for t, people in ranked if not privacy_rules.mentions(ending.everyone, t)]
+        rules = ending.privacy
+        for tag, people in nameless[: rules.compact_max_per_npc]:  # a summary names no player
+            _summarise(npc, rules.compact_template.format(tag=tag, people=len(people)), tag, ending)
+            counts["compacted"] += 1
+            changed = True
+    return changed
+
+
+def _summarise(npc: NpcHandle, content: str, tag: str, ending: _Ending) -> None:
+    """``npc`` keeps a ``social`` summary of what ended (within the caps of its memory
+    rules, as any new memory)."""
+    bank = npc.bank
+    summary = SemanticMemory(
+        id=f"m{bank.next_id}",
+        content=content,
+        tags=(tag,),
+        importance=0.3,
+        confidence=0.5,
+        created=ending.now,
+        last_accessed=ending.now,
+        scope="social",
+        room=npc.location.room,
+        game=ending.current,
+    )
+    memory_rules.insert(bank.world, summary, ending.memory, ending.now)
+    bank.next_id += 1
+    if bank.next_id % max(1, ending.memory.memories_per_npc // NPC_CAP_CHECKS) == 0:
+        decay_rules.over_npc_cap(bank, ending.memory, ending.now)
+
+
+def _ending_of(
+    record: PendingForget,
+    state: WorldState,
+    anonymous: set[str],
+    transient: set[str],
+    everyone: re.Pattern[str] | None,
+) -> _Ending:
+    """The ending of an end-game ``record`` under ``state``'s pack, now, with the
+    players ``anonymous`` and ``transient`` known here as well as those it names."""
+    return _Ending(
+        game=record.key,
+        legacy=record.legacy,
+        compact=not record.purge,
+        anonymous=frozenset({*record.anonymous, *anonymous}),
+        transient=frozenset({*record.transient, *transient}),
+        everyone=everyone,
+        privacy=state.pack.privacy,
+        memory=state.pack.memory,
+        now=state.clock.now,
+        current=state.game,
+    )
+
+
+def _delete_free_players(store: SharedStore, record: PendingForget, entry: AuditEntry) -> None:
+    """Delete the documents of the anonymous participants of an ended game that no live
+    game server has in play (on the writer thread); counted in ``entry``."""
+    anonymous = privacy_rules.mention_pattern(record.anonymous)
+    if anonymous is None:
+        return
+    taken = store.take_free(anonymous, "player")
+    gone = sorted(d.key for d in taken if d.key in record.anonymous)
+    kept = [encode_document(d) for d in taken if d.key not in record.anonymous]
+    if kept:
+        store.write(kept)  # (given up again unchanged)
+    store.delete(gone)
+    entry.counts["anonymous_players"] = entry.counts.get("anonymous_players", 0) + len(gone)
+
+
+def _pattern_for(record: PendingForget) -> re.Pattern[str]:
+    """What finds the rows the pending operation ``record`` may change."""
+    return _Ending.pattern if record.op == "end-game" else _pattern_of(record.key, record.name)
+
+
 def _clean_free(
-    store: SharedStore, record: PendingForget, pattern: re.Pattern[str], entry: AuditEntry
+    store: SharedStore,
+    record: PendingForget,
+    pattern: re.Pattern[str],
+    entry: AuditEntry,
+    ending: _Ending | None,
 ) -> None:
     """Apply the pending operation ``record`` to the documents no live game server
     owns, as the store holds them (on the writer thread); counted in ``entry``."""
@@ -1053,14 +1234,18 @@ def _clean_free(
         taken += store.take_free(pattern, "player")
     cleaned: Counter[str] = Counter()
     for document in taken:
-        _apply_to_document(record, pattern, document, cleaned)
+        _apply_to_document(record, pattern, document, cleaned, ending)
     if taken:
         store.write([encode_document(d) for d in taken])
     entry.counts["documents_cleaned"] = entry.counts.get("documents_cleaned", 0) + len(taken)
 
 
 def _apply_to_document(
-    record: PendingForget, pattern: re.Pattern[str], document: Document, counts: Counter[str]
+    record: PendingForget,
+    pattern: re.Pattern[str],
+    document: Document,
+    counts: Counter[str],
+    ending: _Ending | None = None,
 ) -> bool:
     """The pending operation ``record`` on a stored document (not in the live world):
     an NPC forgets the player or rewrites their items; the player's own document of a
@@ -1076,6 +1261,8 @@ def _apply_to_document(
     assert isinstance(handle, NpcHandle)
     if record.op == "forget":
         return _scrub_components(handle, record.key, pattern, counts, _set_facts, _drop_relationship)
+    if ending is not None:
+        return _end_game_components(handle, ending, counts, _set_facts, _drop_relationship)
     return _withdraw_components(handle, record.key, pattern, record.purge, record.game, counts, _set_facts)
 
 

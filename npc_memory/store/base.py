@@ -77,11 +77,15 @@ class PurgeReport(msgspec.Struct, kw_only=True):
 
 class PendingForget(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A privacy operation that began and has not finished: forgetting player ``key``
-    (``op`` "forget": what to look for), or, on a store game servers share, withdrawing
-    player ``key``'s consent (``op`` "withdraw": ``purge`` their player and social items,
-    else rewrite them as anonymous fragments of game ``game``). The record exists only
-    while the operation runs (a restart finishes it). On a store game servers share,
-    ``acks`` lists the servers (sessions) that have done it in what they own."""
+    (``op`` "forget": what to look for); on a store game servers share also
+    withdrawing player ``key``'s consent (``op`` "withdraw": ``purge`` their player and
+    social items, else rewrite them as anonymous fragments of game ``game``) and ending
+    game ``key`` (``op`` "end-game": ``purge`` its session and anon items, else compact
+    them; ``legacy``: items made before games had ids end too; ``anonymous`` and
+    ``transient``: the players known to be anonymous, or not to consent, when it
+    began). The record exists only while the operation runs (a restart finishes it).
+    On a store game servers share, ``acks`` lists the servers (sessions) that have done
+    it in what they own."""
 
     key: str
     name: str | None = None
@@ -89,6 +93,9 @@ class PendingForget(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     op: str = "forget"
     purge: bool = False
     game: str | None = None
+    legacy: bool = False
+    anonymous: tuple[str, ...] = ()
+    transient: tuple[str, ...] = ()
 
 
 @runtime_checkable
