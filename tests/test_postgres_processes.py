@@ -21,7 +21,7 @@ from npc_memory.store import NpcDocument, PendingForget
 from npc_memory.store.postgres import PostgresStore
 from tests.kill import run_and_kill
 from tests.postgres import new_world, pg_url, wait_until_free
-from tests.privacy_world import KEY, NAME, Backend, about_player, built, mentions, unconsented
+from tests.privacy_world import KEY, NAME, Backend, about_player, build_game, built, mentions, unconsented
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20
@@ -268,7 +268,7 @@ def test_consent_withdrawn_while_a_server_was_killed_before_its_part_is_rewritte
         store.close()
     here.save()  # ... until a server polls once the killed one's lock is gone: it rewrites its rows
     view = about_player(village)
-    assert unconsented(view) == [] and view["player"] is False
+    assert unconsented(view) == [] and view["players"][KEY] is False
     assert [e.action for e in village.audit()].count("consent") == 1
     store = village.store()
     try:
@@ -291,7 +291,72 @@ def test_a_server_starting_with_a_withdrawal_pending_does_its_part_before_servin
         command(there, "step")
         late.save()
         view = about_player(village)
-        assert unconsented(view) == [] and view["player"] is False
+        assert unconsented(view) == [] and view["players"][KEY] is False
+        command(there, "exit")
+
+
+@pytest.fixture
+def game(url: str, tmp_path: Path) -> Iterator[Backend]:
+    """A PostgreSQL world of 3 NPCs holding ``session`` and ``anon`` items of its game
+    (see :func:`~tests.privacy_world.build_game`)."""
+    backend = Backend(tmp_path, url)
+    setup = npc_memory.install(world="setup", store=backend.store(), seed=2)
+    build_game(setup)
+    npc_memory.uninstall("setup")
+    yield backend
+    for name in ("here", "late"):
+        if name in npc_memory.installation._INSTALLED:
+            npc_memory.uninstall(name)
+
+
+def still_in_game(backend: Backend) -> list[str]:
+    """The NPCs whose rows hold ``session`` or ``anon`` items (what ending the game ends),
+    and the anonymous participant's row if it is there."""
+    view = about_player(backend)
+    held = [k for k, items in view["npcs"].items() if any(i[1] in ("session", "anon") for i in items)]
+    return held + [k for k in view["players"] if k == "anon-1"]
+
+
+def test_a_game_ended_while_a_server_was_killed_before_its_part_ends_in_its_rows(game: Backend) -> None:
+    with running("holder", game.url or "", game.world, "npc1,npc2") as there:
+        session = int(expect(there, "ok"))
+        here = npc_memory.install(world="here", store=game.store(), seed=2)
+        assert here.end_game().waiting == [session]
+        there.send_signal(signal.SIGKILL)
+        there.wait(timeout=30)
+    assert still_in_game(game) == ["npc1", "npc2", "anon-1"]  # its last rows as it wrote them
+    store = game.store()
+    try:
+        wait_until_free(store, ["npc1", "npc2"])
+        assert [(p.op, p.key) for p in store.pending_forgets()] == [("end-game", "default")]  # it waits ...
+    finally:
+        store.close()
+    here.save()  # ... until a server polls once the killed one's lock is gone: it ends the game in its rows
+    assert still_in_game(game) == []
+    assert [e.action for e in game.audit()].count("end-game") == 1
+    store = game.store()
+    try:
+        assert store.pending_forgets() == []
+    finally:
+        store.close()
+
+
+def test_a_server_starting_with_a_game_end_pending_does_its_part_before_serving(game: Backend) -> None:
+    with running("holder", game.url or "", game.world, "npc1") as there:
+        session = int(expect(there, "ok"))
+        store = game.store()
+        store.set_pending_forgets(  # begun by a server since gone
+            [PendingForget(op="end-game", key="default", purge=True, legacy=True, anonymous=("anon-1",))]
+        )
+        store.close()
+        late = npc_memory.install(world="late", store=game.store(), seed=2)
+        assert [(type(r).__name__, r.waiting) for r in late.resumed] == [("EndGameReport", [session])]
+        late.add_npc(key="npc0")
+        assert [m.scope for m in late.memories("npc0")] == []  # (every memory of npc0 was of the game)
+        assert still_in_game(game) == ["npc1", "anon-1"]  # the running server's NPC, until it polls
+        command(there, "step")
+        late.save()
+        assert still_in_game(game) == []
         command(there, "exit")
 
 

@@ -93,26 +93,30 @@ def test_commands_refuse_a_store_a_running_game_holds(db: Path, capsys: pytest.C
     assert traces(db, KEY, NAME)  # nothing was forgotten
 
 
-def test_commands_refuse_a_postgres_world_a_running_game_server_owns_part_of(
+def test_commands_on_a_postgres_world_a_running_game_server_owns_part_of(
     world: Backend, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if world.url is None:
         pytest.skip("a store directory in use: test_commands_refuse_a_store_a_running_game_holds")
     running = npc_memory.install(world="running", store=world.store())
     running.add_npc(key="npc1")  # this game server owns npc1 now
-    for args in (("end-game",), ("consent", "--player", KEY, "--give")):
+    for args in (("consent", "--player", KEY, "--give"), ("clone", "--from", "npc0", "--to", "npc2")):
         status, _, err = cli(capsys, args[0], *world.cli(), *args[1:])
         assert status == 1 and "is in use: game servers (sessions" in err, (args, err)
     assert world.traces(KEY, NAME) and world.audit() == []  # nothing changed, nothing began
     session = running._persistence.shared.session  # type: ignore[union-attr]
-    status, out, _ = cli(capsys, "forget", *world.cli(), "--player", KEY)  # forgetting is not refused:
+    status, out, _ = cli(capsys, "end-game", *world.cli())  # ending a game, withdrawing consent ...
+    assert status == 0 and f"the running game servers (sessions {session}) end it" in out
+    status, out, _ = cli(capsys, "consent", *world.cli(), "--player", KEY, "--withdraw")
+    assert status == 0 and f"(sessions {session}) rewrite their items" in out
+    status, out, _ = cli(capsys, "forget", *world.cli(), "--player", KEY)  # ... and forgetting are not refused:
     assert status == 0 and f"the running game servers (sessions {session}) forget them" in out
     assert "npc_memory_documents/npc1" in world.traces(KEY, NAME)  # the running server's NPC, until it polls
     running.save()  # it polls the store, ...
-    tick("running")  # ... forgets the player in npc1 over its next ticks ...
-    while running._privacy._work is not None:
+    tick("running")  # ... does each operation in npc1 over its next ticks ...
+    while running._privacy._work is not None or running._privacy._seen:
         tick("running")
-    running.save()  # ... and, the command's session gone, finishes the forgetting
+    running.save()  # ... and, the commands' sessions gone, finishes them
     assert world.traces(KEY, NAME) == []
     npc_memory.uninstall("running")
 

@@ -512,15 +512,17 @@ class PrivacyService:
                 self.state.mark(document.key)
 
     def tick(self) -> None:
-        """Forget, in the NPCs this server holds, the players whose forgetting another
-        game server began (seen by :meth:`poll`), a few NPCs per tick within the
-        snapshot budget (``snapshot_tick_ms``; at least one): O(1) while there is none.
-        Passes over every NPC are made until one finds nothing left (meanwhile gossip may
-        copy a fact from an NPC not yet cleaned to one that was, and a conversation with
-        the player an NPC still had open may end and be extracted); before each pass
-        after the first, the extraction work about the player is dropped again. The
-        documents changed then go to the writer, which acknowledges this server's part.
-        The tick never waits for the store."""
+        """Do, in the NPCs this server holds, the privacy operations another game server
+        began (seen by :meth:`poll`: forgetting, withdrawn consent, a game's end), one at
+        a time, a few NPCs per tick within the snapshot budget (``snapshot_tick_ms``; at
+        least one): O(1) while there is none. For forgetting and withdrawn consent,
+        passes over every NPC are made until one finds nothing left (meanwhile gossip may
+        copy a fact from an NPC not yet done to one that was, and a conversation with the
+        player an NPC still had open may end and be extracted); before each pass after
+        the first, the extraction work about a forgotten player is dropped again. A
+        game's end takes one pass: what play makes meanwhile is made after the end, as
+        on one server what is made after the call. The documents changed then go to the
+        writer, which acknowledges this server's part. The tick never waits for the store."""
         work = self._work
         if work is None:
             while self._seen and work is None:
@@ -541,7 +543,7 @@ class PrivacyService:
                 work.found = True
             if time.perf_counter() >= deadline:
                 return
-        if work.found:  # another pass, until one finds nothing
+        if work.found and work.ending is None:  # another pass, until one finds nothing
             work.found = False
             if work.record.op == "forget":
                 self.conversations.drop_jobs_of(work.key)  # (results of conversations ended meanwhile)
