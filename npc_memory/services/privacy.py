@@ -15,12 +15,15 @@ record is shared; each server forgets the player in what it holds (one that did 
 begin it finds the record when it polls the store after a snapshot round, and works
 through its NPCs a budgeted slice per tick) and records its part; the first live server
 that did its part finishes the purge once no live server owning documents is still to
-do its own (one that died owns nothing: its rows are cleaned from the store). Withdrawn
-consent goes the same way, with its own pending record: each server rewrites (or purges)
-the player's items in what it holds and sets the profile of the player if it owns them;
-the rows no live server owns are rewritten from the store. Ending a game is still refused
-while another server owns documents of the world: it runs on the one server left, or
-from ``npc-memory`` once the servers have stopped.
+do its own (one that died owns nothing: its rows are cleaned from the store).
+Withdrawn consent and the end of a game go the same way, each with a pending record of
+its own (what it is, and what every server needs to do it alike): each server does it
+in what it holds, through the same code as a call on one server, the rows no live server
+owns are done from the store as it holds them (summaries of a compacted game are made
+by the memory rules directly, the same on a live NPC and a row), and the last server to
+finish a game's end deletes the rows of the anonymous participants no server has in play.
+Withdrawn consent and a game's end are recorded only on a shared store; on one process
+they are one save.
 """
 
 from __future__ import annotations
@@ -477,6 +480,9 @@ class PrivacyService:
             assert isinstance(store, SharedStore) and isinstance(store, PrivacyStore)
             pending = store.pending_forgets()
             self._known = pending
+            ending = {p.key for p in pending if p.op == "end-game"}
+            for game in [g for g in self._endings if g not in ending]:  # (finished elsewhere)
+                self._endings.pop(game, None)
             session = store.session
             self._seen = [p for p in pending if session not in p.acks and (p.op, p.key) not in self._applying]
             for record in pending:
@@ -507,7 +513,9 @@ class PrivacyService:
             return
         counts: Counter[str] = Counter()
         for record in list(self._known):
-            ending = self._ending(record) if record.op == "end-game" else None
+            ending = None
+            if record.op == "end-game":
+                ending = self._endings.get(record.key) or self._ending(record)
             if _apply_to_document(record, _pattern_for(record), document, counts, ending):
                 self.state.mark(document.key)
 

@@ -10,7 +10,7 @@ Tables (created, and migrated, by the store; ``npc_memory_schema`` holds the ver
     npc_memory_meta       (world, server)    -> data JSONB   (clock, random state, ...)
     npc_memory_audit      id, world, token, data JSONB       (append-only)
     npc_memory_sessions   id, world, server, last_write      (one row per open store)
-    npc_memory_privacy    world -> salt, pending JSONB       (the audit salt, forgetting to finish)
+    npc_memory_privacy    world -> salt, pending JSONB       (the audit salt, privacy operations to finish)
 
 **Optimistic concurrency.** The store remembers the version of each document it read
 (``load``, ``claim``) or wrote; a write replaces a row only at that version, so a
@@ -38,10 +38,11 @@ it) and the salt of the audit log's pseudonyms (made once per world, so a player
 their pseudonym across runs and game servers). :meth:`PostgresStore.purge` deletes the
 forgotten player's row, redacts every audit entry that names them and then vacuums the
 tables, so no query reaches a row version PostgreSQL kept after an update or a delete.
-While game servers share the world, each records in the pending forgetting that it has
+While game servers share the world, the row also records a withdrawal of consent or the
+end of a game under way, and each server records in the pending operation that it has
 done its part (:meth:`PostgresStore.acknowledge_forget`); :meth:`PostgresStore.forget_progress`
 says who is still to and who finishes, and :meth:`PostgresStore.take_free` hands over the
-rows no live server owns, to be cleaned.
+rows no live server owns, to be cleaned or rewritten.
 (Their bytes may stay in the table files until PostgreSQL reuses the space, and the
 write-ahead log and backups keep history by the server's settings: for erasure on disk
 run ``VACUUM FULL`` on the tables and let the log and backups age out.)
