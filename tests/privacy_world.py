@@ -239,3 +239,12 @@ def build_game(plugin: npc_memory.MemoryPlugin, npcs: int = 3) -> None:
         plugin.remember(npc, "alice", "Alice helped me carry wood", tags=["helpful"])
         plugin.adjust_relationship(npc, "anon-1", trust=0.2)
         plugin.learn_fact(npc, "Tom sells fish on market days", subject="tom", tags=["trade"])
+
+
+def pending(backend: Backend) -> list[tuple[str, str]]:
+    """The privacy operations (op, key) the world's store records as under way."""
+    store = backend.store()
+    try:
+        return [(p.op, p.key) for p in store.pending_forgets()]
+    finally:
+        store.close()

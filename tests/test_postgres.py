@@ -500,7 +500,7 @@ def test_a_game_ended_while_another_server_runs_ends_there_as_on_one_server(
     from npc_memory.content import load_pack, validate_pack
 
     from .conftest import tick
-    from .privacy_world import Backend, about_player, build_game
+    from .privacy_world import Backend, about_player, build_game, pending
 
     data = load_pack("village").model_dump()
     data["privacy"].update(end_game=rule)
@@ -539,11 +539,7 @@ def test_a_game_ended_while_another_server_runs_ends_there_as_on_one_server(
         there.save()  # its part is acknowledged
         here.save()  # (whichever of the two is to finish has polled since)
         assert about_player(backend) == expected  # every row as one server leaves it
-        store = backend.store()
-        try:
-            assert store.pending_forgets() == []
-        finally:
-            store.close()
+        assert pending(backend) == []
         entries = [e for e in backend.audit() if e.action == "end-game"]
         assert len(entries) == 1 and entries[0].details == {"mode": rule}
     finally:
@@ -558,7 +554,7 @@ def test_consent_withdrawn_while_another_server_runs_is_rewritten_there_as_on_on
     from npc_memory.content import load_pack, validate_pack
 
     from .conftest import tick
-    from .privacy_world import KEY, about_player, built, unconsented, withdrawn
+    from .privacy_world import KEY, about_player, built, pending, unconsented, withdrawn
 
     data = load_pack("village").model_dump()
     if rule == "purge":
@@ -595,11 +591,7 @@ def test_consent_withdrawn_while_another_server_runs_is_rewritten_there_as_on_on
         view = about_player(backend)
         assert unconsented(view) == [] and view["players"][KEY] is False
         assert withdrawn(view) == withdrawn(expected)  # every row as one server leaves it
-        store = backend.store()
-        try:
-            assert store.pending_forgets() == []
-        finally:
-            store.close()
+        assert pending(backend) == []
         entries = [e for e in backend.audit() if e.action == "consent"]
         assert len(entries) == 1 and entries[0].details == {"consent": False}
     finally:

@@ -21,7 +21,17 @@ from npc_memory.store import NpcDocument, PendingForget
 from npc_memory.store.postgres import PostgresStore
 from tests.kill import run_and_kill
 from tests.postgres import new_world, pg_url, wait_until_free
-from tests.privacy_world import KEY, NAME, Backend, about_player, build_game, built, mentions, unconsented
+from tests.privacy_world import (
+    KEY,
+    NAME,
+    Backend,
+    about_player,
+    build_game,
+    built,
+    mentions,
+    pending,
+    unconsented,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20
@@ -270,11 +280,7 @@ def test_consent_withdrawn_while_a_server_was_killed_before_its_part_is_rewritte
     view = about_player(village)
     assert unconsented(view) == [] and view["players"][KEY] is False
     assert [e.action for e in village.audit()].count("consent") == 1
-    store = village.store()
-    try:
-        assert store.pending_forgets() == []
-    finally:
-        store.close()
+    assert pending(village) == []
 
 
 def test_a_server_starting_with_a_withdrawal_pending_does_its_part_before_serving(village: Backend) -> None:
@@ -334,11 +340,7 @@ def test_a_game_ended_while_a_server_was_killed_before_its_part_ends_in_its_rows
     here.save()  # ... until a server polls once the killed one's lock is gone: it ends the game in its rows
     assert still_in_game(game) == []
     assert [e.action for e in game.audit()].count("end-game") == 1
-    store = game.store()
-    try:
-        assert store.pending_forgets() == []
-    finally:
-        store.close()
+    assert pending(game) == []
 
 
 def test_a_server_starting_with_a_game_end_pending_does_its_part_before_serving(game: Backend) -> None:

@@ -634,7 +634,7 @@ class PrivacyService:
             return self._scrub(npc, record.key, pattern, counts)
         if work.ending is not None:
             return self._end_npc(npc, work.ending, counts)
-        return self._withdraw_npc(npc, record.key, pattern, record.purge, record.game, counts)
+        return self._withdraw_npc(npc, record, pattern, counts)
 
     def _scrub(self, npc: NpcHandle, key: str, pattern: re.Pattern[str], counts: Counter[str]) -> bool:
         """Take out of ``npc`` everything about ``key`` or naming the player; whether anything went."""
@@ -798,23 +798,18 @@ class PrivacyService:
         return report
 
     def _withdraw(self, key: str, name: str, counts: Counter[str]) -> None:
-        pattern = _pattern_of(key, name)
         purge = self.state.pack.privacy.withdrawn_consent == "purge"
+        record = PendingForget(op="withdraw", key=key, name=name, purge=purge, game=self.state.game)
+        pattern = _pattern_of(key, name)
         for npc in self.npcs():
-            self._withdraw_npc(npc, key, pattern, purge, self.state.game, counts)
+            self._withdraw_npc(npc, record, pattern, counts)
 
     def _withdraw_npc(
-        self,
-        npc: NpcHandle,
-        key: str,
-        pattern: re.Pattern[str],
-        purge: bool,
-        game: str | None,
-        counts: Counter[str],
+        self, npc: NpcHandle, record: PendingForget, pattern: re.Pattern[str], counts: Counter[str]
     ) -> bool:
-        """Rewrite (or purge) what ``npc`` holds by player ``key``'s withdrawn consent;
+        """Rewrite (or purge) what ``npc`` holds by player ``record.key``'s withdrawn consent;
         whether anything changed."""
-        changed = _withdraw_components(npc, key, pattern, purge, game, counts, self.knowledge.replace_facts)
+        changed = _withdraw_components(npc, record, pattern, counts, self.knowledge.replace_facts)
         if changed:
             self.state.mark(npc.identity.key)
         return changed
@@ -849,9 +844,7 @@ class PrivacyService:
         self._withdraw_profile(record.key)
         counts: Counter[str] = Counter()
         changed = {
-            npc.identity.key
-            for npc in self.npcs()
-            if self._withdraw_npc(npc, record.key, pattern, record.purge, record.game, counts)
+            npc.identity.key for npc in self.npcs() if self._withdraw_npc(npc, record, pattern, counts)
         }
         self._keep_unowned_clean({*changed, record.key}, before)
         entry = self._entry(record, actor, counts)
@@ -1063,17 +1056,16 @@ def _pattern_of(key: str, name: str | None) -> re.Pattern[str]:
 
 def _withdraw_components(
     npc: NpcHandle,
-    key: str,
+    record: PendingForget,
     pattern: re.Pattern[str],
-    purge: bool,
-    game: str | None,
     counts: Counter[str],
     replace_facts: Callable[[NpcHandle, list[Fact]], None],
 ) -> bool:
-    """Player ``key`` (``pattern`` finds them) withdrew their consent: ``npc``'s
-    ``player`` and ``social`` memories and facts about them go, or (unless ``purge``)
-    become de-identified ``anon`` fragments of ``game``; whether anything changed.
-    Facts change through ``replace_facts``."""
+    """Player ``record.key`` (``pattern`` finds them) withdrew their consent: ``npc``'s
+    ``player`` and ``social`` memories and facts about them go, or (unless
+    ``record.purge``) become de-identified ``anon`` fragments of game ``record.game``;
+    whether anything changed. Facts change through ``replace_facts``."""
+    key, purge, game = record.key, record.purge, record.game
     changed = False
     pair = npc.bank.players.get(key)
     if pair is not None:
@@ -1273,7 +1265,7 @@ def _apply_to_document(
         return _scrub_components(handle, record.key, pattern, counts, _set_facts, _drop_relationship)
     if ending is not None:
         return _end_game_components(handle, ending, counts, _set_facts, _drop_relationship)
-    return _withdraw_components(handle, record.key, pattern, record.purge, record.game, counts, _set_facts)
+    return _withdraw_components(handle, record, pattern, counts, _set_facts)
 
 
 def _set_facts(npc: NpcHandle, facts: list[Fact]) -> None:
