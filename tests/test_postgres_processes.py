@@ -36,6 +36,7 @@ from tests.privacy_world import (
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20
 FORGET_KILLS = 8
+END_GAME_KILLS = 6
 FORGET_CHILD = Path(__file__).with_name("forget_child.py")
 
 
@@ -360,6 +361,33 @@ def test_a_server_starting_with_a_game_end_pending_does_its_part_before_serving(
         late.save()
         assert still_in_game(game) == []
         command(there, "exit")
+
+
+def test_sigkill_of_the_server_ending_a_game_leaves_the_rest_to_the_others(game: Backend, tmp_path: Path) -> None:
+    """The server that ends the game is killed at a random moment while another runs and
+    holds NPCs with items of the game: once the end was recorded, the running server
+    finishes it (no row holds an item of the game, the anonymous participant's row is
+    gone); before, nothing began."""
+    rng = random.Random(20261201)
+    outcomes = set()
+    for attempt in range(END_GAME_KILLS):
+        copy = game.copy(tmp_path / f"attempt{attempt}.db")
+        with running("holder", copy.url or "", copy.world, "npc1,npc2") as there:
+            expect(there, "ok")
+            markers = run_and_kill([str(FORGET_CHILD), "--end-game", *copy.target()], "go", rng.uniform(0.0, 0.3))
+            recorded = pending(copy) != []
+            deadline = time.monotonic() + 30
+            while pending(copy):  # the killed server's lock goes a moment after it
+                assert time.monotonic() < deadline, f"attempt {attempt}: still pending after 30 s"
+                command(there, "step")
+            if recorded or "done" in markers:
+                assert still_in_game(copy) == [], (attempt, markers)
+                outcomes.add("ended")
+            else:  # killed before the end was recorded: the game is intact
+                assert still_in_game(copy) == ["npc0", "npc1", "npc2", "anon-1"], (attempt, markers)
+                outcomes.add("intact")
+            command(there, "exit")
+    assert "ended" in outcomes
 
 
 def test_sigkill_of_the_server_forgetting_leaves_the_rest_to_the_others(village: Backend, tmp_path: Path) -> None:

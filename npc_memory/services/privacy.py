@@ -120,6 +120,8 @@ class _Ending:
     current: str | None
     pattern: re.Pattern[str] = re.compile("")
     """Finds the rows to take from the store (every NPC's)."""
+    origins: set[str] = field(default_factory=set)
+    """The origins of the facts ended so far (a gossip copy of one shares it)."""
 
     def ends(self, scope: str, made_in: str | None) -> bool:
         """Whether an item of ``scope`` made in game ``made_in`` ends."""
@@ -185,6 +187,8 @@ class _RemoteForget:
     changed: set[str] = field(default_factory=set)
     found: bool = True
     """Whether the pass under way has found anything yet (the first pass counts as found)."""
+    passes: int = 0
+    """Passes over every NPC begun after the first."""
 
 
 class PrivacyService:
@@ -523,14 +527,15 @@ class PrivacyService:
         """Do, in the NPCs this server holds, the privacy operations another game server
         began (seen by :meth:`poll`: forgetting, withdrawn consent, a game's end), one at
         a time, a few NPCs per tick within the snapshot budget (``snapshot_tick_ms``; at
-        least one): O(1) while there is none. For forgetting and withdrawn consent,
-        passes over every NPC are made until one finds nothing left (meanwhile gossip may
-        copy a fact from an NPC not yet done to one that was, and a conversation with the
-        player an NPC still had open may end and be extracted); before each pass after
-        the first, the extraction work about a forgotten player is dropped again. A
-        game's end takes one pass: what play makes meanwhile is made after the end, as
-        on one server what is made after the call. The documents changed then go to the
-        writer, which acknowledges this server's part. The tick never waits for the store."""
+        least one): O(1) while there is none. Passes over every NPC are made until one
+        finds nothing left (meanwhile gossip may copy a fact from an NPC not yet done to
+        one that was, and a conversation with the player an NPC still had open may end
+        and be extracted); before each pass after the first, the extraction work about a
+        forgotten player is dropped again. A game's end takes the ending items in the
+        first pass, and in the passes after it only the gossip copies of the facts it
+        took: what play makes meanwhile is made after the end, as on one server what is
+        made after the call. The documents changed then go to the writer, which
+        acknowledges this server's part. The tick never waits for the store."""
         work = self._work
         if work is None:
             while self._seen and work is None:
@@ -551,8 +556,9 @@ class PrivacyService:
                 work.found = True
             if time.perf_counter() >= deadline:
                 return
-        if work.found and work.ending is None:  # another pass, until one finds nothing
+        if work.found:  # another pass, until one finds nothing
             work.found = False
+            work.passes += 1
             if work.record.op == "forget":
                 self.conversations.drop_jobs_of(work.key)  # (results of conversations ended meanwhile)
             work.queue.extend(self._npc_keys())
@@ -632,6 +638,8 @@ class PrivacyService:
         record, pattern, counts = work.record, work.pattern, work.counts
         if record.op == "forget":
             return self._scrub(npc, record.key, pattern, counts)
+        if work.ending is not None and work.passes:
+            return self._end_leaked(npc, work.ending, counts)
         if work.ending is not None:
             return self._end_npc(npc, work.ending, counts)
         return self._withdraw_npc(npc, record, pattern, counts)
@@ -705,6 +713,19 @@ class PrivacyService:
         if changed:
             self.state.mark(npc.identity.key)
         return changed
+
+    def _end_leaked(self, npc: NpcHandle, ending: _Ending, counts: Counter[str]) -> bool:
+        """Take out of ``npc`` the gossip copies of the facts the game's end took (an
+        NPC may hear one from another not done yet); whether there was any."""
+        facts = npc.knowledge.facts
+        kept = [
+            f for f in facts if not (ending.ends(privacy_rules.fact_scope(f), f.game) and _copied(f, ending))
+        ]
+        if len(kept) == len(facts):
+            return False
+        counts["facts"] += len(facts) - len(kept)
+        self.knowledge.replace_facts(npc, kept)
+        return True
 
     def _begin_ending(self, ending: _Ending) -> None:
         """On a store game servers share: the extraction work about players without
@@ -1131,6 +1152,7 @@ def _end_game_components(
             npc.bank.milestones.pop(player, None)
     facts = npc.knowledge.facts
     kept = [f for f in facts if not ending.ends(privacy_rules.fact_scope(f), f.game)]
+    ending.origins.update(f.origin for f in facts if ending.ends(privacy_rules.fact_scope(f), f.game))
     if len(kept) != len(facts):
         counts["facts"] += len(facts) - len(kept)
         replace_facts(npc, kept)
@@ -1155,6 +1177,11 @@ def _end_game_components(
             counts["compacted"] += 1
             changed = True
     return changed
+
+
+def _copied(fact: Fact, ending: _Ending) -> bool:
+    """Whether ``fact`` shares its origin (or an alias) with one the end took."""
+    return fact.origin in ending.origins or any(a in ending.origins for a in fact.aliases)
 
 
 def _summarise(npc: NpcHandle, content: str, tag: str, ending: _Ending) -> None:
