@@ -363,6 +363,21 @@ def test_a_server_starting_with_a_game_end_pending_does_its_part_before_serving(
         command(there, "exit")
 
 
+def test_an_npc_given_up_before_its_servers_part_is_ended_when_another_adds_it(game: Backend) -> None:
+    with running("holder", game.url or "", game.world, "npc1,npc2") as there:
+        session = int(expect(there, "ok"))
+        here = npc_memory.install(world="here", store=game.store(), seed=2)
+        assert here.end_game().waiting == [session]
+        command(there, "remove npc1")  # given up before the other server polled: the row still holds the game
+        assert still_in_game(game) == ["npc1", "npc2", "anon-1"]
+        here.add_npc(key="npc1")
+        assert here.memories("npc1") == [] and here.facts("npc1") == []  # (all of it was of the game)
+        command(there, "step")
+        here.save()
+        assert still_in_game(game) == [] and pending(game) == []
+        command(there, "exit")
+
+
 def test_sigkill_of_the_server_ending_a_game_leaves_the_rest_to_the_others(game: Backend, tmp_path: Path) -> None:
     """The server that ends the game is killed at a random moment while another runs and
     holds NPCs with items of the game: once the end was recorded, the running server
