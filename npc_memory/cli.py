@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -409,9 +409,7 @@ def _describe(name: str, result: msgspec.Struct) -> str:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(data.get("counts", {}).items()) if v) or "nothing"
     if name == "forget" and isinstance(data.get("resumed"), list):  # (--resume: the reports it finished)
         finished = [
-            f"{'finished' if not r['waiting'] else 'did this part of'} forgetting player {r['player']}"
-            f"{_waiting(r['waiting'], 'forget them')}\n"
-            for r in data["resumed"]
+            f"{'did this part of' if r['waiting'] else 'finished'} {_resumed(r)}\n" for r in data["resumed"]
         ]
         return "".join(finished) or "nothing to finish\n"
     if name == "forget":
@@ -427,6 +425,17 @@ def _describe(name: str, result: msgspec.Struct) -> str:
         lines += [f"  {category}: {item['id']} {item['content']}" for item in items]
     lines += [f"  skipped {s['category']} {s['id']}: {s['reason']}" for s in data["skipped"]]
     return "\n".join(lines) + "\n"
+
+
+def _resumed(report: dict[str, Any]) -> str:
+    """What a privacy operation ``install`` resumed was, and what it left to the game
+    servers running (``report``: its report as built-in types)."""
+    if "game" in report:
+        return f"ending game {report['game']}{_waiting(report['waiting'], 'end it')}"
+    if "consent" in report:
+        left = _waiting(report["waiting"], "rewrite their items")
+        return f"withdrawing the consent of player {report['player']}{left}"
+    return f"forgetting player {report['player']}{_waiting(report['waiting'], 'forget them')}"
 
 
 def _waiting(sessions: list[int], what: str) -> str:

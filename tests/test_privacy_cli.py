@@ -13,7 +13,7 @@ import npc_memory
 from npc_memory.cli import main
 
 from .conftest import tick
-from .privacy_world import KEY, NAME, Backend, build, traces
+from .privacy_world import KEY, NAME, Backend, build, pending, traces
 
 
 def populate(store: object) -> None:
@@ -164,6 +164,28 @@ def test_an_interrupted_forgetting_blocks_export_until_resume_finishes_it(
     assert json.loads(out) == {"resumed": []}
     [entry] = [e for e in world.audit() if e.action == "forget"]
     assert entry.actor == "restart" and entry.details == {"resumed": True}
+
+
+def test_resume_finishes_a_game_end_and_a_withdrawal_a_postgres_world_records(
+    world: Backend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from npc_memory.store import PendingForget
+
+    if world.url is None:
+        pytest.skip("recorded only on a store game servers share")
+    store = world.store()
+    store.set_pending_forgets(  # what servers killed while doing them leave
+        [
+            PendingForget(op="withdraw", key=KEY, name=NAME, game="default"),
+            PendingForget(op="end-game", key="default", purge=True, legacy=True),
+        ]
+    )
+    store.close()
+    status, out, _ = cli(capsys, "forget", *world.cli(), "--resume")
+    lines = out.splitlines()
+    assert status == 0 and lines[0].startswith("finished withdrawing the consent of player p-")
+    assert lines[1:] == ["finished ending game default"]
+    assert pending(world) == [] and sorted(e.action for e in world.audit()) == ["consent", "end-game"]
 
 
 def test_import_and_repair_record_their_actor(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
