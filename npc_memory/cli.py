@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -366,8 +366,8 @@ def _with_plugin(
 ) -> int:
     """Open the store at ``args.db`` (a directory is refused while a game runs on it;
     a PostgreSQL world whose documents game servers own is refused, except to forget a
-    player: the running servers then do their part) in a private esper world, run
-    ``action`` on its plugin, save, and print the result."""
+    player, end a game or withdraw consent: the running servers then do their part) in
+    a private esper world, run ``action`` on its plugin, save, and print the result."""
     import esper
 
     import npc_memory
@@ -382,7 +382,7 @@ def _with_plugin(
         if is_url(args.db):
             migration = MigrationContext(thresholds=load_pack(pack).relationships.thresholds)
             store = open_store(args.db, world=_world(args), migration=migration)
-            if name != "forget":
+            if name not in ("forget", "end-game") and not (name == "consent" and not args.give):
                 _check_unowned(store)
         plugin = npc_memory.install(world=world, pack=pack, store=store)
         try:
@@ -409,17 +409,17 @@ def _describe(name: str, result: msgspec.Struct) -> str:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(data.get("counts", {}).items()) if v) or "nothing"
     if name == "forget" and isinstance(data.get("resumed"), list):  # (--resume: the reports it finished)
         finished = [
-            f"{'finished' if not r['waiting'] else 'did this part of'} forgetting player {r['player']}"
-            f"{_waiting(r['waiting'])}\n"
-            for r in data["resumed"]
+            f"{'did this part of' if r['waiting'] else 'finished'} {_resumed(r)}\n" for r in data["resumed"]
         ]
         return "".join(finished) or "nothing to finish\n"
     if name == "forget":
-        return f"forgot player {data['player']}: {counts}{_waiting(data['waiting'])}\n"
+        return f"forgot player {data['player']}: {counts}{_waiting(data['waiting'], 'forget them')}\n"
     if name == "end-game":
-        return f"ended game {data['game']}: {counts}\n"
+        return f"ended game {data['game']}: {counts}{_waiting(data['waiting'], 'end it')}\n"
     if name == "consent":
-        return f"player {data['player']} consent {'given' if data['consent'] else 'withdrawn'}: {counts}\n"
+        given = "given" if data["consent"] else "withdrawn"
+        left = _waiting(data["waiting"], "rewrite their items")
+        return f"player {data['player']} consent {given}: {counts}{left}\n"
     lines = [f"clone {data['source']} -> {data['target']}{' (dry run)' if data['dry_run'] else ''}:"]
     for category, items in data["items"].items():
         lines += [f"  {category}: {item['id']} {item['content']}" for item in items]
@@ -427,12 +427,24 @@ def _describe(name: str, result: msgspec.Struct) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _waiting(sessions: list[int]) -> str:
-    """What a forgetting left to the game servers running on a shared world."""
+def _resumed(report: dict[str, Any]) -> str:
+    """What a privacy operation ``install`` resumed was, and what it left to the game
+    servers running (``report``: its report as built-in types)."""
+    if "game" in report:
+        return f"ending game {report['game']}{_waiting(report['waiting'], 'end it')}"
+    if "consent" in report:
+        left = _waiting(report["waiting"], "rewrite their items")
+        return f"withdrawing the consent of player {report['player']}{left}"
+    return f"forgetting player {report['player']}{_waiting(report['waiting'], 'forget them')}"
+
+
+def _waiting(sessions: list[int], what: str) -> str:
+    """What a privacy operation left to the game servers running on a shared world
+    (``what`` they do in their NPCs)."""
     if not sessions:
         return ""
     return (
-        f"; the running game servers (sessions {', '.join(map(str, sessions))}) forget them in their "
+        f"; the running game servers (sessions {', '.join(map(str, sessions))}) {what} in their "
         "NPCs at their next snapshot, and the last of them finishes it"
     )
 

@@ -202,8 +202,10 @@ class MemoryPlugin:
         """Typed, in-memory questions for game logic."""
         self.processors: list[esper.Processor] = []
         """The plugin's esper processors, in the order they run."""
-        self.resumed: list[ForgetReport] = self._privacy.resume()
-        """Forgetting that a crash interrupted and this start finished (see :meth:`forget_player`)."""
+        self.resumed: list[ForgetReport | ConsentReport | EndGameReport] = self._privacy.resume()
+        """Forgetting that a crash interrupted and this start finished (see :meth:`forget_player`),
+        and on a world game servers share, the withdrawals of consent and ends of games
+        under way that this start did its part of."""
 
     world = property(
         lambda self: self._state.world, doc="Name of the esper world the plugin is installed in."
@@ -879,7 +881,9 @@ class MemoryPlugin:
         per NPC that name no player — as are the open conversations and summaries of
         players who have not consented and everything held about anonymous
         participants (the stored documents of those no longer in the live world
-        included). Saved at once; recorded in the audit log."""
+        included). Saved at once; recorded in the audit log. On a PostgreSQL world
+        game servers share, the others end it in their NPCs when they next poll the
+        store (the report's ``waiting``: the servers still to)."""
         if game_id is not None:
             game_id = check_text("game_id", game_id, MAX_KEY_CHARS)
         self._check_installed()
@@ -892,7 +896,9 @@ class MemoryPlugin:
         the current game with their name and key taken out (the next ``end_game``
         removes them), or are purged (pack ``privacy.withdrawn_consent = "purge"``).
         Given again: new memories are ``player``-scoped; nothing already anonymised
-        is linked back. Recorded in the audit log."""
+        is linked back. Recorded in the audit log. On a PostgreSQL world game
+        servers share, a withdrawal reaches the other servers' NPCs when they next
+        poll the store (the report's ``waiting``: the servers still to)."""
         check_flag("consent", consent)
         key = self._player_key(player)
         return self._privacy.set_consent(key, consent, actor=_actor(actor))

@@ -1,7 +1,7 @@
 """Child process of test_privacy_crash.py (arguments: ``KEY PATH`` or ``KEY URL WORLD``):
 opens a store that holds the player ``KEY`` everywhere (a store directory, or a world
-of a PostgreSQL database), says "go", forgets the player, says "done", then waits to be
-killed. The store prints where it is ("recording", "pending", "purging", "purged",
+of a PostgreSQL database), says "go", forgets the player (``KEY`` "--end-game": ends
+the current game instead), says "done", then waits to be killed. The store prints where it is ("recording", "pending", "purging", "purged",
 "clearing", "cleared") so the parent knows where the kill landed."""
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ def main(key: str, target: str, world: str | None = None) -> None:
         store = marked(PostgresStore)(target, world=world)
     plugin = npc_memory.install(world="forget", pack="village", store=store, seed=1)
     say("go")
-    plugin.forget_player(key, actor="child")
+    if key == "--end-game":
+        plugin.end_game(actor="child")
+    else:
+        plugin.forget_player(key, actor="child")
     say("done")
     time.sleep(60)
 

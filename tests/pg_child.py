@@ -7,7 +7,8 @@ commands on standard input ("remember TEXT", "remove", "exit"), answering each w
 ``holder URL WORLD NPCS``: adds the NPCs of the comma-separated NPCS (as stored), saves
 and says "ok SESSION", then follows the commands on standard input: "step" (save, which
 polls the store, ticks until the
-server has done its part of any forgetting it found, save again), "remove KEY" (and save), "check KEY NAME" (says "clean" when nothing the
+server has done its part of any privacy operation it found: forgetting, withdrawn consent,
+a game's end; save again), "remove KEY" (and save), "check KEY NAME" (says "clean" when nothing the
 server holds, live or stored, names the player, else "holds"), "exit".
 
 ``crash URL WORLD``: the world of crash_child.py (snapshots constantly until killed;
@@ -62,7 +63,7 @@ def holder(url: str, world: str, npcs: str) -> None:
             plugin.save()
             esper.switch_world(world)
             esper.process(1.0)
-            while plugin._privacy._work is not None:
+            while plugin._privacy._work is not None or plugin._privacy._seen:
                 esper.process(1.0)
             plugin.save()
             say("ok")

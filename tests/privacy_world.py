@@ -172,3 +172,79 @@ class Backend:
                 lowered = [n.lower() for n in needles]
                 found += [f"{table}/{name}" for name, data in rows if any(n in data.lower() for n in lowered)]
         return found
+
+
+def about_player(backend: Backend) -> dict[str, Any]:
+    """What the world's rows hold that a withdrawal of consent or the end of a game
+    rewrites: under ``"npcs"``, per NPC, its memories and facts as (kind, scope, game,
+    content, about whom) with ids left out; under ``"players"``, each player's consent."""
+    from npc_memory.components import kind_of
+    from npc_memory.rules.privacy import fact_scope
+    from npc_memory.store import NpcDocument, PlayerDocument
+
+    store = backend.store()
+    try:
+        documents = store.load().documents
+    finally:
+        store.close()
+    npcs: dict[str, Any] = {}
+    players: dict[str, bool] = {}
+    for name, document in sorted(documents.items()):
+        if isinstance(document, PlayerDocument):
+            players[name] = document.profile.consent
+        if isinstance(document, NpcDocument):
+            held = [(player, m) for player, pair in document.bank.players.items() for m in pair.all()]
+            npcs[name] = sorted(
+                [(kind_of(m), m.scope, m.game, m.content, player) for player, m in held]
+                + [(kind_of(m), m.scope, m.game, m.content, None) for m in document.bank.world.all()]
+                + [("fact", fact_scope(f), f.game, f.content, f.subject) for f in document.knowledge.facts],
+                key=repr,
+            )
+    return {"npcs": npcs, "players": players}
+
+
+def unconsented(view: dict[str, Any], key: str = KEY) -> list[str]:
+    """The NPCs of ``view`` (:func:`about_player`) still holding a ``player`` or ``social``
+    item about ``key`` (what a withdrawal rewrites)."""
+    return [
+        name
+        for name, items in view["npcs"].items()
+        if any(subject == key and scope in ("player", "social") for _, scope, _, _, subject in items)
+    ]
+
+
+def withdrawn(view: dict[str, Any], key: str = KEY) -> dict[str, Any]:
+    """What a withdrawal of ``key``'s consent left in ``view`` (:func:`about_player`):
+    per NPC, the ``anon`` fragments and the ``player`` and ``social`` items about them."""
+    return {
+        name: [i for i in items if i[1] == "anon" or (i[4] == key and i[1] in ("player", "social"))]
+        for name, items in view["npcs"].items()
+    }
+
+
+def build_game(plugin: npc_memory.MemoryPlugin, npcs: int = 3) -> None:
+    """A game for ending: every NPC holds ``session`` memories and facts about a player
+    who has not consented (``tom``), ``anon`` ones about an anonymous participant
+    (``anon-1``, whom they also regard), ``session`` world memories, and ``player``
+    memories about a consenting player (``alice``), tagged to be compacted by kind."""
+    plugin.add_player(key="alice", name="Alice", room="square", consent=True)
+    plugin.add_player(key="tom", name="Tom", room="square")
+    plugin.add_player(key="anon-1", name="Stranger", room="square", anonymous=True)
+    for i in range(npcs):
+        npc = plugin.add_npc(key=f"npc{i}", name=f"Npc {i}", archetype="bard", room="square")
+        plugin.remember(npc, "tom", "Tom traded fish for bread", tags=["trade"])
+        plugin.remember(npc, "tom", f"Tom told joke {i}", tags=["humour"])
+        plugin.remember(npc, "anon-1", "A stranger hummed a tune", tags=["music"])
+        plugin.remember(npc, None, "A storm passed over the square", tags=["weather"])
+        plugin.remember(npc, "alice", "Alice helped me carry wood", tags=["helpful"])
+        plugin.adjust_relationship(npc, "anon-1", trust=0.2)
+        plugin.learn_fact(npc, "Tom sells fish on market days", subject="tom", tags=["trade"])
+
+
+def pending(backend: Backend) -> list[tuple[str, str]]:
+    """The privacy operations (op, key) the world's store records as under way."""
+    store = backend.store()
+    try:
+        return [(p.op, p.key) for p in store.pending_forgets()]
+    finally:
+        store.close()

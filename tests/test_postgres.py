@@ -493,25 +493,110 @@ def test_a_schema_1_database_gains_the_privacy_table_on_open(url: str, world: st
             assert admin.execute("SELECT version FROM npc_memory_schema").fetchall() == [(STORE_SCHEMA,)] == [(2,)]
 
 
-def test_ending_a_game_and_withdrawing_consent_wait_for_the_other_game_servers(
-    url: str, world: str, tmp_path: Path
+@pytest.mark.parametrize("rule", ["purge", "compact"])
+def test_a_game_ended_while_another_server_runs_ends_there_as_on_one_server(
+    url: str, world: str, tmp_path: Path, rule: str
 ) -> None:
-    from .privacy_world import KEY, NAME, built
+    from npc_memory.content import load_pack, validate_pack
 
-    backend = built(tmp_path, url, npcs=3)
-    here = npc_memory.install(world="here", store=backend.store(), seed=2)
-    there = npc_memory.install(world="there", store=backend.store(), seed=2)
+    from .conftest import tick
+    from .privacy_world import Backend, about_player, build_game, pending
+
+    data = load_pack("village").model_dump()
+    data["privacy"].update(end_game=rule)
+    pack = validate_pack(data)
+    backend = Backend(tmp_path, url)
+    setup = npc_memory.install(world="setup", pack=pack, store=backend.store(), seed=2)
+    build_game(setup, npcs=4)
+    npc_memory.uninstall("setup")
+    alone = backend.copy(tmp_path / "alone")  # the same world, its game ended on one server
+    single = npc_memory.install(world="alone", pack=pack, store=alone.store(), seed=2)
+    single.add_npc(key="npc0")
+    assert single.end_game().waiting == []
+    npc_memory.uninstall("alone")
+    expected = about_player(alone)
+    ended = [i for items in expected["npcs"].values() for i in items if i[1] in ("session", "anon")]
+    assert ended == [] and "anon-1" not in expected["players"]
+    summaries = [i for items in expected["npcs"].values() for i in items if i[1] == "social"]
+    assert len(summaries) == (16 if rule == "compact" else 0)  # trade, humour, music, weather: one each an NPC
+
+    there = npc_memory.install(world="there", pack=pack, store=backend.store(), seed=2)
+    here = npc_memory.install(world="here", pack=pack, store=backend.store(), seed=2)
     try:
-        there.add_npc(key="npc1")  # the other game server holds npc1 (and what it knows of the player)
-        held = backend.traces(KEY, NAME)
-        for call in (lambda: here.end_game(), lambda: here.set_consent(KEY, False)):
-            with pytest.raises(npc_memory.PrivacyError, match=r"other game servers \(sessions \d+\) own documents"):
-                call()
-        assert KEY in here.stored_players() and backend.traces(KEY, NAME) == held  # nothing began
+        there.add_npc(key="npc1")
+        there.add_npc(key="npc2")
+        there.add_player(key="tom")  # the other server has a player without consent in play
+        here.add_npc(key="npc0")
+        session = there._persistence.shared.session  # type: ignore[union-attr]
+        report = here.end_game(actor="operator")
+        assert report.waiting == [session] and report.counts["memories"] > 0
+        before = about_player(backend)["npcs"]
+        assert [k for k, items in before.items() if any(i[1] == "session" for i in items)] == ["npc1", "npc2"]
+        there.save()  # it polls the record
+        tick("there")  # it takes the end up, then ends the game in its NPCs over its ticks
+        while there._privacy._work is not None:
+            tick("there")
+        there.save()  # its part is acknowledged
+        here.save()  # (whichever of the two is to finish has polled since)
+        assert about_player(backend) == expected  # every row as one server leaves it
+        assert pending(backend) == []
+        entries = [e for e in backend.audit() if e.action == "end-game"]
+        assert len(entries) == 1 and entries[0].details == {"mode": rule}
     finally:
         npc_memory.uninstall("there")
-    assert here.end_game().counts["memories"] > 0  # the one server left
-    npc_memory.uninstall("here")
+        npc_memory.uninstall("here")
+
+
+@pytest.mark.parametrize("rule", ["anonymise", "purge"])
+def test_consent_withdrawn_while_another_server_runs_is_rewritten_there_as_on_one_server(
+    url: str, world: str, tmp_path: Path, rule: str
+) -> None:
+    from npc_memory.content import load_pack, validate_pack
+
+    from .conftest import tick
+    from .privacy_world import KEY, about_player, built, pending, unconsented, withdrawn
+
+    data = load_pack("village").model_dump()
+    if rule == "purge":
+        data["privacy"].update(withdrawn_consent="purge")
+    pack = validate_pack(data)
+    backend = built(tmp_path, url, npcs=4)
+    alone = backend.copy(tmp_path / "alone")  # the same world, withdrawn on one server
+    single = npc_memory.install(world="alone", pack=pack, store=alone.store(), seed=2)
+    single.add_npc(key="npc0")
+    single.set_consent(KEY, False)
+    npc_memory.uninstall("alone")
+    expected = about_player(alone)
+    assert unconsented(expected) == [] and expected["players"][KEY] is False
+
+    there = npc_memory.install(world="there", pack=pack, store=backend.store(), seed=2)
+    here = npc_memory.install(world="here", pack=pack, store=backend.store(), seed=2)
+    try:
+        there.add_npc(key="npc1")
+        there.add_npc(key="npc2")
+        there.add_player(key=KEY)  # the other server owns the player too
+        here.add_npc(key="npc0")
+        session = there._persistence.shared.session  # type: ignore[union-attr]
+        report = here.set_consent(KEY, False, actor="alice-herself")
+        assert report.waiting == [session] and report.counts["memories"] > 0
+        assert unconsented(about_player(backend)) == ["npc1", "npc2"]  # until the other server polls
+        assert there.player(KEY).profile.consent
+        there.save()  # it polls the record
+        tick("there")  # it takes the withdrawal up, then rewrites its NPCs over its ticks
+        while there._privacy._work is not None:
+            tick("there")
+        assert not there.player(KEY).profile.consent  # it owns the player: their profile changed there
+        there.save()  # its part is acknowledged
+        here.save()  # (whichever of the two is to finish has polled since)
+        view = about_player(backend)
+        assert unconsented(view) == [] and view["players"][KEY] is False
+        assert withdrawn(view) == withdrawn(expected)  # every row as one server leaves it
+        assert pending(backend) == []
+        entries = [e for e in backend.audit() if e.action == "consent"]
+        assert len(entries) == 1 and entries[0].details == {"consent": False}
+    finally:
+        npc_memory.uninstall("there")
+        npc_memory.uninstall("here")
 
 
 def test_the_servers_of_a_world_acknowledge_a_forgetting_and_the_first_of_them_finishes_it(

@@ -21,11 +21,22 @@ from npc_memory.store import NpcDocument, PendingForget
 from npc_memory.store.postgres import PostgresStore
 from tests.kill import run_and_kill
 from tests.postgres import new_world, pg_url, wait_until_free
-from tests.privacy_world import KEY, NAME, Backend, built, mentions
+from tests.privacy_world import (
+    KEY,
+    NAME,
+    Backend,
+    about_player,
+    build_game,
+    built,
+    mentions,
+    pending,
+    unconsented,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20
 FORGET_KILLS = 8
+END_GAME_KILLS = 6
 FORGET_CHILD = Path(__file__).with_name("forget_child.py")
 
 
@@ -248,6 +259,151 @@ def test_an_npc_given_up_unchanged_meanwhile_is_cleaned_when_a_server_that_did_i
         here.save()
         assert village.traces(KEY, NAME) == []
         command(there, "exit")
+
+
+def test_consent_withdrawn_while_a_server_was_killed_before_its_part_is_rewritten_in_its_rows(
+    village: Backend,
+) -> None:
+    with running("holder", village.url or "", village.world, "npc1,npc2") as there:
+        session = int(expect(there, "ok"))
+        here = npc_memory.install(world="here", store=village.store(), seed=2)
+        assert here.set_consent(KEY, False).waiting == [session]
+        there.send_signal(signal.SIGKILL)
+        there.wait(timeout=30)
+    assert unconsented(about_player(village)) == ["npc1", "npc2"]  # its last rows as it wrote them
+    freed(village, ["npc1", "npc2"])
+    assert pending(village) == [("withdraw", KEY)]  # the record waits ...
+    here.save()  # ... until a server polls once the killed one's lock is gone: it rewrites its rows
+    view = about_player(village)
+    assert unconsented(view) == [] and view["players"][KEY] is False
+    assert [e.action for e in village.audit()].count("consent") == 1
+    assert pending(village) == []
+
+
+def test_a_server_starting_with_a_withdrawal_pending_does_its_part_before_serving(village: Backend) -> None:
+    with running("holder", village.url or "", village.world, "npc1") as there:
+        session = int(expect(there, "ok"))
+        store = village.store()
+        store.set_pending_forgets([PendingForget(op="withdraw", key=KEY, name=NAME, game="default")])
+        store.close()  # (begun by a server since gone)
+        late = npc_memory.install(world="late", store=village.store(), seed=2)
+        assert [(type(r).__name__, r.waiting) for r in late.resumed] == [("ConsentReport", [session])]
+        assert not late.player(KEY).profile.consent  # (from the row, rewritten before serving)
+        late.add_npc(key="npc0")
+        assert unconsented(about_player(village)) == ["npc1"]  # the running server's NPC, until it polls
+        command(there, "step")
+        late.save()
+        view = about_player(village)
+        assert unconsented(view) == [] and view["players"][KEY] is False
+        command(there, "exit")
+
+
+def freed(backend: Backend, keys: list[str]) -> None:
+    """Wait until no live server owns ``keys`` (a killed server's lock goes a moment after it)."""
+    store = backend.store()
+    try:
+        wait_until_free(store, keys)
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def game(url: str, tmp_path: Path) -> Iterator[Backend]:
+    """A PostgreSQL world of 3 NPCs holding ``session`` and ``anon`` items of its game
+    (see :func:`~tests.privacy_world.build_game`)."""
+    backend = Backend(tmp_path, url)
+    setup = npc_memory.install(world="setup", store=backend.store(), seed=2)
+    build_game(setup)
+    npc_memory.uninstall("setup")
+    yield backend
+    for name in ("here", "late"):
+        if name in npc_memory.installation._INSTALLED:
+            npc_memory.uninstall(name)
+
+
+def still_in_game(backend: Backend) -> list[str]:
+    """The NPCs whose rows hold ``session`` or ``anon`` items (what ending the game ends),
+    and the anonymous participant's row if it is there."""
+    view = about_player(backend)
+    held = [k for k, items in view["npcs"].items() if any(i[1] in ("session", "anon") for i in items)]
+    return held + [k for k in view["players"] if k == "anon-1"]
+
+
+def test_a_game_ended_while_a_server_was_killed_before_its_part_ends_in_its_rows(game: Backend) -> None:
+    with running("holder", game.url or "", game.world, "npc1,npc2") as there:
+        session = int(expect(there, "ok"))
+        here = npc_memory.install(world="here", store=game.store(), seed=2)
+        assert here.end_game().waiting == [session]
+        there.send_signal(signal.SIGKILL)
+        there.wait(timeout=30)
+    assert still_in_game(game) == ["npc1", "npc2", "anon-1"]  # its last rows as it wrote them
+    freed(game, ["npc1", "npc2"])
+    assert pending(game) == [("end-game", "default")]  # it waits ...
+    here.save()  # ... until a server polls once the killed one's lock is gone: it ends the game in its rows
+    assert still_in_game(game) == []
+    assert [e.action for e in game.audit()].count("end-game") == 1
+    assert pending(game) == []
+
+
+def test_a_server_starting_with_a_game_end_pending_does_its_part_before_serving(game: Backend) -> None:
+    with running("holder", game.url or "", game.world, "npc1") as there:
+        session = int(expect(there, "ok"))
+        store = game.store()
+        store.set_pending_forgets(  # begun by a server since gone
+            [PendingForget(op="end-game", key="default", purge=True, legacy=True, anonymous=("anon-1",))]
+        )
+        store.close()
+        late = npc_memory.install(world="late", store=game.store(), seed=2)
+        assert [(type(r).__name__, r.waiting) for r in late.resumed] == [("EndGameReport", [session])]
+        late.add_npc(key="npc0")
+        assert [m.scope for m in late.memories("npc0")] == []  # (every memory of npc0 was of the game)
+        assert still_in_game(game) == ["npc1", "anon-1"]  # the running server's NPC, until it polls
+        command(there, "step")
+        late.save()
+        assert still_in_game(game) == []
+        command(there, "exit")
+
+
+def test_an_npc_given_up_before_its_servers_part_is_ended_when_another_adds_it(game: Backend) -> None:
+    with running("holder", game.url or "", game.world, "npc1,npc2") as there:
+        session = int(expect(there, "ok"))
+        here = npc_memory.install(world="here", store=game.store(), seed=2)
+        assert here.end_game().waiting == [session]
+        command(there, "remove npc1")  # given up before the other server polled: the row still holds the game
+        assert still_in_game(game) == ["npc1", "npc2", "anon-1"]
+        here.add_npc(key="npc1")
+        assert here.memories("npc1") == [] and here.facts("npc1") == []  # (all of it was of the game)
+        command(there, "step")
+        here.save()
+        assert still_in_game(game) == [] and pending(game) == []
+        command(there, "exit")
+
+
+def test_sigkill_of_the_server_ending_a_game_leaves_the_rest_to_the_others(game: Backend, tmp_path: Path) -> None:
+    """The server that ends the game is killed at a random moment while another runs and
+    holds NPCs with items of the game: once the end was recorded, the running server
+    finishes it (no row holds an item of the game, the anonymous participant's row is
+    gone); before, nothing began."""
+    rng = random.Random(20261201)
+    outcomes = set()
+    for attempt in range(END_GAME_KILLS):
+        copy = game.copy(tmp_path / f"attempt{attempt}.db")
+        with running("holder", copy.url or "", copy.world, "npc1,npc2") as there:
+            expect(there, "ok")
+            markers = run_and_kill([str(FORGET_CHILD), "--end-game", *copy.target()], "go", rng.uniform(0.0, 0.3))
+            recorded = pending(copy) != []
+            deadline = time.monotonic() + 30
+            while pending(copy):  # the killed server's lock goes a moment after it
+                assert time.monotonic() < deadline, f"attempt {attempt}: still pending after 30 s"
+                command(there, "step")
+            if recorded or "done" in markers:
+                assert still_in_game(copy) == [], (attempt, markers)
+                outcomes.add("ended")
+            else:  # killed before the end was recorded: the game is intact
+                assert still_in_game(copy) == ["npc0", "npc1", "npc2", "anon-1"], (attempt, markers)
+                outcomes.add("intact")
+            command(there, "exit")
+    assert "ended" in outcomes
 
 
 def test_sigkill_of_the_server_forgetting_leaves_the_rest_to_the_others(village: Backend, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import npc_memory
 from npc_memory.cli import main
 
 from .conftest import tick
-from .privacy_world import KEY, NAME, Backend, build, traces
+from .privacy_world import KEY, NAME, Backend, build, pending, traces
 
 
 def populate(store: object) -> None:
@@ -93,26 +93,30 @@ def test_commands_refuse_a_store_a_running_game_holds(db: Path, capsys: pytest.C
     assert traces(db, KEY, NAME)  # nothing was forgotten
 
 
-def test_commands_refuse_a_postgres_world_a_running_game_server_owns_part_of(
+def test_commands_on_a_postgres_world_a_running_game_server_owns_part_of(
     world: Backend, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if world.url is None:
         pytest.skip("a store directory in use: test_commands_refuse_a_store_a_running_game_holds")
     running = npc_memory.install(world="running", store=world.store())
     running.add_npc(key="npc1")  # this game server owns npc1 now
-    for args in (("end-game",), ("consent", "--player", KEY, "--give")):
+    for args in (("consent", "--player", KEY, "--give"), ("clone", "--from", "npc0", "--to", "npc2")):
         status, _, err = cli(capsys, args[0], *world.cli(), *args[1:])
         assert status == 1 and "is in use: game servers (sessions" in err, (args, err)
     assert world.traces(KEY, NAME) and world.audit() == []  # nothing changed, nothing began
     session = running._persistence.shared.session  # type: ignore[union-attr]
-    status, out, _ = cli(capsys, "forget", *world.cli(), "--player", KEY)  # forgetting is not refused:
+    status, out, _ = cli(capsys, "end-game", *world.cli())  # ending a game, withdrawing consent ...
+    assert status == 0 and f"the running game servers (sessions {session}) end it" in out
+    status, out, _ = cli(capsys, "consent", *world.cli(), "--player", KEY, "--withdraw")
+    assert status == 0 and f"(sessions {session}) rewrite their items" in out
+    status, out, _ = cli(capsys, "forget", *world.cli(), "--player", KEY)  # ... and forgetting are not refused:
     assert status == 0 and f"the running game servers (sessions {session}) forget them" in out
     assert "npc_memory_documents/npc1" in world.traces(KEY, NAME)  # the running server's NPC, until it polls
     running.save()  # it polls the store, ...
-    tick("running")  # ... forgets the player in npc1 over its next ticks ...
-    while running._privacy._work is not None:
+    tick("running")  # ... does each operation in npc1 over its next ticks ...
+    while running._privacy._work is not None or running._privacy._seen:
         tick("running")
-    running.save()  # ... and, the command's session gone, finishes the forgetting
+    running.save()  # ... and, the commands' sessions gone, finishes them
     assert world.traces(KEY, NAME) == []
     npc_memory.uninstall("running")
 
@@ -160,6 +164,28 @@ def test_an_interrupted_forgetting_blocks_export_until_resume_finishes_it(
     assert json.loads(out) == {"resumed": []}
     [entry] = [e for e in world.audit() if e.action == "forget"]
     assert entry.actor == "restart" and entry.details == {"resumed": True}
+
+
+def test_resume_finishes_a_game_end_and_a_withdrawal_a_postgres_world_records(
+    world: Backend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from npc_memory.store import PendingForget
+
+    if world.url is None:
+        pytest.skip("recorded only on a store game servers share")
+    store = world.store()
+    store.set_pending_forgets(  # what servers killed while doing them leave
+        [
+            PendingForget(op="withdraw", key=KEY, name=NAME, game="default"),
+            PendingForget(op="end-game", key="default", purge=True, legacy=True),
+        ]
+    )
+    store.close()
+    status, out, _ = cli(capsys, "forget", *world.cli(), "--resume")
+    lines = out.splitlines()
+    assert status == 0 and lines[0].startswith("finished withdrawing the consent of player p-")
+    assert lines[1:] == ["finished ending game default"]
+    assert pending(world) == [] and sorted(e.action for e in world.audit()) == ["consent", "end-game"]
 
 
 def test_import_and_repair_record_their_actor(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -76,14 +76,26 @@ class PurgeReport(msgspec.Struct, kw_only=True):
 
 
 class PendingForget(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A player whose forgetting began and has not finished: what to look for. The
-    record exists only while the forgetting runs (a restart finishes it). On a store
-    game servers share, ``acks`` lists the servers (sessions) that have forgotten the
-    player in what they own."""
+    """A privacy operation that began and has not finished: forgetting player ``key``
+    (``op`` "forget": what to look for); on a store game servers share also
+    withdrawing player ``key``'s consent (``op`` "withdraw": ``purge`` their player and
+    social items, else rewrite them as anonymous fragments of game ``game``) and ending
+    game ``key`` (``op`` "end-game": ``purge`` its session and anon items, else compact
+    them; ``legacy``: items made before games had ids end too; ``anonymous`` and
+    ``transient``: the players known to be anonymous, or not to consent, when it
+    began). The record exists only while the operation runs (a restart finishes it).
+    On a store game servers share, ``acks`` lists the servers (sessions) that have done
+    it in what they own."""
 
     key: str
     name: str | None = None
     acks: tuple[int, ...] = ()
+    op: str = "forget"
+    purge: bool = False
+    game: str | None = None
+    legacy: bool = False
+    anonymous: tuple[str, ...] = ()
+    transient: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -160,17 +172,18 @@ class SharedStore(Store, Protocol):
         """The other game servers (their sessions) owning documents now."""
         ...
 
-    def acknowledge_forget(self, key: str) -> None:
-        """Record in ``key``'s pending forgetting that this server has done its part."""
+    def acknowledge_forget(self, key: str, op: str = "forget") -> None:
+        """Record in ``key``'s pending operation ``op`` that this server has done its part."""
         ...
 
-    def forget_progress(self, key: str) -> tuple[list[int], int | None]:
+    def forget_progress(self, key: str, op: str = "forget") -> tuple[list[int], int | None]:
         """The live game servers owning documents that have not done their part of
-        ``key``'s forgetting yet, and the one to finish it (the first live server
-        that did its part; ``None``: none, or no such forgetting)."""
+        ``key``'s pending operation ``op`` yet, and the one to finish it (the first live
+        server that did its part; ``None``: none, or no such operation)."""
         ...
 
-    def take_free(self, pattern: re.Pattern[str]) -> list[Document]:
-        """Own the NPC documents no live game server owns in which ``pattern`` may find
-        a mention, as stored now; each is given up with its next write."""
+    def take_free(self, pattern: re.Pattern[str], kind: str = "npc") -> list[Document]:
+        """Own the documents of ``kind`` ("npc" or "player") no live game server owns in
+        which ``pattern`` may find a mention, as stored now; each is given up with its
+        next write."""
         ...

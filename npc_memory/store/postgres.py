@@ -10,7 +10,7 @@ Tables (created, and migrated, by the store; ``npc_memory_schema`` holds the ver
     npc_memory_meta       (world, server)    -> data JSONB   (clock, random state, ...)
     npc_memory_audit      id, world, token, data JSONB       (append-only)
     npc_memory_sessions   id, world, server, last_write      (one row per open store)
-    npc_memory_privacy    world -> salt, pending JSONB       (the audit salt, forgetting to finish)
+    npc_memory_privacy    world -> salt, pending JSONB       (the audit salt, privacy operations to finish)
 
 **Optimistic concurrency.** The store remembers the version of each document it read
 (``load``, ``claim``) or wrote; a write replaces a row only at that version, so a
@@ -38,10 +38,11 @@ it) and the salt of the audit log's pseudonyms (made once per world, so a player
 their pseudonym across runs and game servers). :meth:`PostgresStore.purge` deletes the
 forgotten player's row, redacts every audit entry that names them and then vacuums the
 tables, so no query reaches a row version PostgreSQL kept after an update or a delete.
-While game servers share the world, each records in the pending forgetting that it has
+While game servers share the world, the row also records a withdrawal of consent or the
+end of a game under way, and each server records in the pending operation that it has
 done its part (:meth:`PostgresStore.acknowledge_forget`); :meth:`PostgresStore.forget_progress`
 says who is still to and who finishes, and :meth:`PostgresStore.take_free` hands over the
-rows no live server owns, to be cleaned.
+rows no live server owns, to be cleaned or rewritten.
 (Their bytes may stay in the table files until PostgreSQL reuses the space, and the
 write-ahead log and backups keep history by the server's settings: for erasure on disk
 run ``VACUUM FULL`` on the tables and let the log and backups age out.)
@@ -422,15 +423,15 @@ class PostgresStore:
         assert row is not None
         return bytes(row[0])
 
-    def acknowledge_forget(self, key: str) -> None:
-        """Record in ``key``'s pending forgetting that this session has forgotten the
-        player in what it owns (nothing, if no forgetting of ``key`` is pending)."""
+    def acknowledge_forget(self, key: str, op: str = "forget") -> None:
+        """Record in ``key``'s pending operation ``op`` that this session has done it
+        in what it owns (nothing, if no such operation is pending)."""
 
         def acknowledge(conn: psycopg.Connection[Any]) -> None:
             pending = self._pending_for_update(conn)
             changed = [
                 msgspec.structs.replace(p, acks=(*p.acks, self.session))
-                if p.key == key and self.session not in p.acks
+                if p.key == key and p.op == op and self.session not in p.acks
                 else p
                 for p in pending
             ]
@@ -442,10 +443,11 @@ class PostgresStore:
 
         self._run(acknowledge)
 
-    def forget_progress(self, key: str) -> tuple[list[int], int | None]:
+    def forget_progress(self, key: str, op: str = "forget") -> tuple[list[int], int | None]:
         """The live sessions owning documents of the world that have not acknowledged
-        ``key``'s forgetting, and the one to finish it: the live acknowledged session
-        with the lowest id (``None``: none, or no such forgetting); one query."""
+        ``key``'s pending operation ``op``, and the one to finish it: the live
+        acknowledged session with the lowest id (``None``: none, or no such operation);
+        one query."""
 
         def progress(conn: psycopg.Connection[Any]) -> tuple[list[int], int | None]:
             row = conn.execute(
@@ -457,7 +459,7 @@ class PostgresStore:
             if row is None:
                 return [], None
             pending = self._decode_with(_pending_decoder, "pending forgetting", row[0])
-            record = next((p for p in pending if p.key == key), None)
+            record = next((p for p in pending if p.key == key and p.op == op), None)
             if record is None:
                 return [], None
             live, owners = set(row[1]), list(row[2])
@@ -467,18 +469,19 @@ class PostgresStore:
 
         return self._run(progress)
 
-    def take_free(self, pattern: re.Pattern[str]) -> list[Document]:
-        """Own every NPC document of the world that no live session owns (unowned, or
-        left by a session that is gone) and in which ``pattern`` may find a mention,
-        and return them as stored now; each is given up again with its next write."""
+    def take_free(self, pattern: re.Pattern[str], kind: str = "npc") -> list[Document]:
+        """Own every document of ``kind`` ("npc" or "player") of the world that no live
+        session owns (unowned, or left by a session that is gone) and in which
+        ``pattern`` may find a mention, and return them as stored now; each is given up
+        again with its next write."""
 
         def take(conn: psycopg.Connection[Any]) -> list[tuple[str, int, str]]:
             return conn.execute(
                 f"WITH live AS (SELECT {_LIVE} AS ids) UPDATE npc_memory_documents d SET owner = %s "
-                "FROM live WHERE d.world = %s AND d.kind = 'npc' AND d.data IS NOT NULL "
+                "FROM live WHERE d.world = %s AND d.kind = %s AND d.data IS NOT NULL "
                 "AND (d.owner IS NULL OR NOT d.owner = ANY(live.ids)) AND d.data::text ~* %s "
                 "RETURNING d.key, d.version, d.data::text",
-                (self.session, self.world, _loose(pattern)),
+                (self.session, self.world, kind, _loose(pattern)),
             ).fetchall()
 
         rows = self._run(take)
