@@ -153,7 +153,7 @@ def test_an_interrupted_forgetting_blocks_export_until_resume_finishes_it(
     store = TinyDBStore(world.path) if world.url is None else world.store()
     store.set_pending_forgets([PendingForget(key=KEY, name=NAME)])  # what a kill right after it began leaves
     store.close()
-    with pytest.raises(StoreError, match="forgetting still to finish"):
+    with pytest.raises(StoreError, match="privacy operation still to finish"):
         world.export()
     status, _, err = cli(capsys, "export", *world.cli())
     assert status == 1 and "--resume" in err

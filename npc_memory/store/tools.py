@@ -62,14 +62,19 @@ _export_encoder = msgspec.json.Encoder(order="deterministic")
 
 def export_store(path: str | os.PathLike[str], *, world: str | None = None) -> bytes:
     """The whole store at ``path`` (or world ``world`` of a PostgreSQL URL) as export
-    JSON (indented, newline-terminated). A store whose forgetting of a player was
-    interrupted is refused until it is finished (the export would still hold the player)."""
+    JSON (indented, newline-terminated). A store with a privacy operation under way
+    (a forgetting, a game's end, a withdrawal of consent) is refused until it is finished
+    (the export would still hold what it removes)."""
     store = open_store(path, world=world, create=False)
     try:
-        if isinstance(store, PrivacyStore) and store.pending_forgets():
+        pending = store.pending_forgets() if isinstance(store, PrivacyStore) else []
+        if pending:
+            under_way = ", ".join(f"{p.op} {p.key!r}" for p in pending)
             raise StoreError(
-                f"store {path} has a player's forgetting still to finish (it was interrupted); "
-                "run 'npc-memory forget --db PATH --resume' (or install the plugin on it) first"
+                f"store {path} has a privacy operation still to finish ({under_way}: a forgetting, "
+                "a game's end or a withdrawal of consent that was interrupted or that other game "
+                "servers are still doing); run 'npc-memory forget --db PATH --resume' (or install "
+                "the plugin on it) first"
             )
         contents = store.load()
     finally:
