@@ -7,8 +7,11 @@ what is left of the tick's. The tick's budget is charged from the first budgeted
 system on (the clock's own work, or the process being descheduled before it, costs
 it nothing). A system that finds the tick's budget spent does no work that tick,
 unless it has gone ``starve_ticks`` ticks without a turn; then it does one unit of
-work, so a system late in the order never starves. A tick then costs at most about
-``tick_ms`` plus one unit of work per system, whatever each system has queued.
+work, so a system late in the order never starves. After its first unit, a system
+starts a unit only when it would likely end before the deadline, by what units of its
+kind took lately (:class:`StepCosts`). A tick then costs about ``tick_ms`` plus at
+most one unit of work per system, whatever each system has queued; systems keep their
+units small (a room surveyed a slice of occupants at a time, a pair at a time).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ STARVE_TICKS = 4
 QUIET = 0.1
 """A tick whose systems (but the one asking) worked less than this share of the budget
 leaves the next one quiet (see :attr:`TickShare.quiet`)."""
+
+STEP_WEIGHT = 0.1
+"""Weight of the latest step in a running estimate of what a kind of step takes."""
 
 CLOSE_TIMEOUT = 0.002
 """Real seconds the writer waits for a tick to close before it works anyway (a tick
@@ -85,12 +91,31 @@ class TickBudget:
         return TickShare(self, own_ms)
 
 
+class StepCosts:
+    """A running estimate of the real seconds each kind of step takes, so that a step
+    that would likely end past a deadline waits for the next tick."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def fits(self, kind: str, now: float, deadline: float | None) -> bool:
+        """Whether a ``kind`` step started at ``now`` (``time.perf_counter()``) would
+        likely end by ``deadline`` (``None``: no deadline)."""
+        return deadline is None or now + self.seconds.get(kind, 0.0) <= deadline
+
+    def took(self, kind: str, seconds: float) -> None:
+        """A ``kind`` step took ``seconds``."""
+        estimate = self.seconds.get(kind, seconds)
+        self.seconds[kind] = estimate + STEP_WEIGHT * (seconds - estimate)
+
+
 class TickShare:
-    """One system's part of the tick's budget."""
+    """One system's part of the tick's budget, and what its kinds of step take."""
 
     def __init__(self, tick: TickBudget, own_ms: float) -> None:
         self.tick = tick
         self.own_ms = own_ms
+        self.steps = StepCosts()
         self.skipped = 0
         """Ticks in a row this system found the tick's budget spent."""
         self.quiet = True

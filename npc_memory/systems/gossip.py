@@ -18,8 +18,8 @@ from npc_memory.state import TickShare
 
 class GossipSystem(esper.Processor):
     """Each tick: refresh rooms that changed, then attempt at most ``budget`` exchanges
-    (each a :meth:`KnowledgeService.gossip` call); both stop at its share's deadline
-    (rooms left to refresh wait for the next tick)."""
+    (each a :meth:`KnowledgeService.gossip` call); both stop before a step that would
+    likely end past its share's deadline (rooms left to refresh wait for the next tick)."""
 
     def __init__(self, knowledge: KnowledgeService, budget: int, share: TickShare) -> None:
         self.knowledge = knowledge
@@ -35,10 +35,11 @@ class GossipSystem(esper.Processor):
         deadline = self.share.deadline()
         if deadline is None:
             return
-        self.board.refresh(deadline)
-        made = 0
+        steps, clock = self.share.steps, time.perf_counter
+        self.board.refresh(deadline, steps)
+        made, started = 0, clock()
         for attempt in range(self.budget * 2):  # a failed draw costs an attempt, never more than 2×budget
-            if made >= self.budget or (attempt and time.perf_counter() > deadline):
+            if made >= self.budget or (attempt and not steps.fits("exchange", started, deadline)):
                 break
             drawn = self.board.draw(self.rng)
             if drawn is None:
@@ -48,4 +49,7 @@ class GossipSystem(esper.Processor):
                 self.board.told(drawn[0], drawn[1])
             else:
                 self.board.missed(drawn[0], drawn[1])
+            ended = clock()
+            steps.took("exchange", ended - started)
+            started = ended
         self.exchanges += made
