@@ -3,15 +3,18 @@ flag that tells the store's writer thread when the tick is running.
 
 ClockSystem opens the tick and EventSystem, last, closes it. In between, each budgeted
 system asks its :class:`TickShare` for a deadline: the earlier of its own budget and
-what is left of the tick's. The tick's budget is charged from the first budgeted
-system on (the clock's own work, or the process being descheduled before it, costs
-it nothing). A system that finds the tick's budget spent does no work that tick,
-unless it has gone ``starve_ticks`` ticks without a turn; then it does one unit of
-work, so a system late in the order never starves. After its first unit, a system
-starts a unit only when it would likely end before the deadline, by what units of its
-kind took lately (:class:`StepCosts`). A tick then costs about ``tick_ms`` plus at
-most one unit of work per system, whatever each system has queued; systems keep their
-units small (a room surveyed a slice of occupants at a time, a pair at a time).
+what is left of the tick's. The tick's budget is charged from the moment the clock
+opens it, so what runs before the first budgeted system (the lifecycle checks, the
+interpreter coming back from the store's writer thread) is part of it. A system that
+finds the tick's budget spent does no work that tick, unless it has gone
+``starve_ticks`` ticks without a turn; then it does one unit of work, so a system late
+in the order never starves. A system starts a unit of work only when it would likely
+end before the deadline, by what units of its kind took lately (:class:`StepCosts`);
+its first unit of a tick may start anyway when it is bigger than the system's own
+budget, or after ``starve_ticks`` ticks of waiting for a tick with room for it (see
+:meth:`TickShare.starts`). A tick then costs about ``tick_ms`` plus a fraction of a
+unit, whatever each system has queued; systems keep their units small (a room surveyed
+a slice of occupants at a time, a pair at a time).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ class TickBudget:
         """Seconds of the running tick's budget not yet charged."""
         self.charged_to: float | None = None
         """``time.perf_counter()`` up to which the running tick is charged (``None``:
-        no budgeted system has started yet)."""
+        no tick runs)."""
         self.ticks = 0
         """Ticks opened so far."""
         self.ran_out = False
@@ -67,7 +70,7 @@ class TickBudget:
         """A tick starts (ClockSystem)."""
         self.idle.clear()
         self.left = self.total_ms / 1000.0
-        self.charged_to = None
+        self.charged_to = time.perf_counter()
         self.ticks += 1
         self.ran_out = False
         self.opened_cpu = time.thread_time()
@@ -118,6 +121,13 @@ class TickShare:
         self.steps = StepCosts()
         self.skipped = 0
         """Ticks in a row this system found the tick's budget spent."""
+        self.waited = 0
+        """Ticks in a row this system's first unit waited for a tick with room for it."""
+        self.starving = False
+        """Whether this tick's :meth:`deadline` is a starving system's one unit."""
+        self.cramped = False
+        """Whether this tick's :meth:`deadline` is what was left of the tick's budget,
+        less than the system's own."""
         self.quiet = True
         """Whether the world is quiet as of the last :meth:`deadline`: in the last tick
         whose budget did not run out (one of the last ``starve_ticks``), the other systems
@@ -146,15 +156,39 @@ class TickShare:
             own = worked if calm_tick == tick.last_cpu_tick else 0.0
             self.quiet = tick.last_cpu - own < QUIET * tick.total_ms / 1000.0
         self.started_cpu = time.thread_time()
+        self.starving = self.cramped = False
         if tick.left <= 0.0:
             tick.ran_out = True
             if self.skipped < tick.starve_ticks:
                 self.skipped += 1
                 return None
-            self.skipped = 0
+            self.skipped, self.starving = 0, True
             return now  # starving: one unit of work
         self.skipped = 0
-        return now + min(self.own_ms / 1000.0, tick.left)
+        own = self.own_ms / 1000.0
+        self.cramped = tick.left < own
+        return now + min(own, tick.left)
+
+    def starts(self, kind: str, now: float, deadline: float, *, first: bool) -> bool:
+        """Whether to start a ``kind`` unit of work at ``now`` (``time.perf_counter()``):
+        one that would likely end by ``deadline`` (see :meth:`deadline`). The system's
+        first unit of the tick waits only for a tick with more room: when what is left
+        of this tick's budget is less than the system's own and the unit would fit the
+        latter, at most ``starve_ticks`` ticks in a row."""
+        steps = self.steps
+        if not first:
+            return steps.fits(kind, now, deadline)
+        roomier = self.cramped and steps.seconds.get(kind, 0.0) <= self.own_ms / 1000.0
+        if (
+            steps.fits(kind, now, deadline)
+            or self.starving
+            or not roomier
+            or self.waited >= self.tick.starve_ticks
+        ):
+            self.waited = 0
+            return True
+        self.waited += 1
+        return False
 
     def done(self) -> None:
         """This system's work of the tick is over: what it did is not counted against

@@ -122,10 +122,10 @@ class PairMaintenanceSystem(esper.Processor):
         deadline = self.share.deadline()
         if deadline is None:
             return
-        steps, clock = self.share.steps, time.perf_counter
-        started = clock()
+        share, clock = self.share, time.perf_counter
+        steps, started = share.steps, clock()
         for done in range(self.budget):
-            if done and not steps.fits("pair", started, deadline):
+            if not share.starts("pair", started, deadline, first=not done):
                 return  # the next pair would likely end past the deadline: next tick
             pair = self.cursor.next(now)
             if pair is None:

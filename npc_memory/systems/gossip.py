@@ -35,11 +35,12 @@ class GossipSystem(esper.Processor):
         deadline = self.share.deadline()
         if deadline is None:
             return
-        steps, clock = self.share.steps, time.perf_counter
+        share, clock = self.share, time.perf_counter
+        steps = share.steps
         self.board.refresh(deadline, steps)
         made, started = 0, clock()
         for attempt in range(self.budget * 2):  # a failed draw costs an attempt, never more than 2×budget
-            if made >= self.budget or (attempt and not steps.fits("exchange", started, deadline)):
+            if made >= self.budget or not share.starts("exchange", started, deadline, first=not attempt):
                 break
             drawn = self.board.draw(self.rng)
             if drawn is None:
