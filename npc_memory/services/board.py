@@ -192,19 +192,20 @@ class GossipBoard:
         else:
             self.dirty[room] = None
 
-    def refresh(self, deadline: float | None = None, steps: StepCosts | None = None) -> None:
+    def refresh(self, deadline: float | None = None, steps: StepCosts | None = None) -> bool:
         """Rebuild the rooms that changed, oldest change first, and only those, surveying
         ``SURVEY_SLICE`` occupants at a time; stop before a slice that would likely end
         past ``deadline`` (``time.perf_counter()``; by what slices took lately,
         ``steps``), after one slice at least. A room stopped mid-survey keeps its last
         build (if any) for draws until the survey ends on a later tick; who enters,
-        leaves or learns something meanwhile is taken into the survey."""
+        leaves or learns something meanwhile is taken into the survey. Returns whether
+        it surveyed anyone."""
         steps = StepCosts() if steps is None else steps
         clock = time.perf_counter
         started, surveyed = clock(), False
         while self.building is not None or self.dirty:
             if surveyed and not steps.fits("survey", started, deadline):
-                return
+                return True
             if self.building is None:
                 room, _ = self.dirty.popitem(last=False)
                 self.building = _Survey(room, sorted(self.members.get(room, ())))
@@ -212,6 +213,7 @@ class GossipBoard:
             ended = clock()
             steps.took("survey", ended - started)
             started, surveyed = ended, True
+        return surveyed
 
     def _survey_slice(self, survey: _Survey) -> None:
         """Survey the next slice of ``survey``'s occupants; the last one installs the room."""

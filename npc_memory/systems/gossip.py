@@ -19,7 +19,8 @@ from npc_memory.state import TickShare
 class GossipSystem(esper.Processor):
     """Each tick: refresh rooms that changed, then attempt at most ``budget`` exchanges
     (each a :meth:`KnowledgeService.gossip` call); both stop before a step that would
-    likely end past its share's deadline (rooms left to refresh wait for the next tick)."""
+    likely end past its share's deadline (rooms left to refresh wait for the next tick;
+    after a survey, exchanges wait at most ``starve_ticks`` ticks for room)."""
 
     def __init__(self, knowledge: KnowledgeService, budget: int, share: TickShare) -> None:
         self.knowledge = knowledge
@@ -30,6 +31,8 @@ class GossipSystem(esper.Processor):
         self.exchange = knowledge.gossip
         self.exchanges = 0
         """Exchanges made since install."""
+        self.waited = 0
+        """Ticks in a row a room's survey left no room for an exchange."""
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         deadline = self.share.deadline()
@@ -37,11 +40,16 @@ class GossipSystem(esper.Processor):
             return
         share, clock = self.share, time.perf_counter
         steps = share.steps
-        self.board.refresh(deadline, steps)
+        surveyed = self.board.refresh(deadline, steps)
         made, started = 0, clock()
         for attempt in range(self.budget * 2):  # a failed draw costs an attempt, never more than 2×budget
-            if made >= self.budget or not share.starts("exchange", started, deadline, first=not attempt):
+            # After a survey, an exchange that does not fit waits (at most starve_ticks ticks).
+            first = not attempt and (not surveyed or self.waited >= share.tick.starve_ticks)
+            if made >= self.budget or not share.starts("exchange", started, deadline, first=first):
+                if not attempt and surveyed:
+                    self.waited += 1
                 break
+            self.waited = 0
             drawn = self.board.draw(self.rng)
             if drawn is None:
                 break
