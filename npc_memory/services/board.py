@@ -192,11 +192,14 @@ class GossipBoard:
         else:
             self.dirty[room] = None
 
-    def refresh(self, deadline: float | None = None, steps: StepCosts | None = None) -> bool:
+    def refresh(
+        self, deadline: float | None = None, steps: StepCosts | None = None, *, begun: bool = False
+    ) -> bool:
         """Rebuild the rooms that changed, oldest change first, and only those, surveying
         ``SURVEY_SLICE`` occupants at a time; stop before a slice that would likely end
         past ``deadline`` (``time.perf_counter()``; by what slices took lately,
-        ``steps``), after one slice at least. A room stopped mid-survey keeps its last
+        ``steps``), after one slice at least (unless ``begun``: other work came first
+        this tick). A room stopped mid-survey keeps its last
         build (if any) for draws until the survey ends on a later tick; who enters,
         leaves or learns something meanwhile is taken into the survey. Returns whether
         it surveyed anyone."""
@@ -204,8 +207,8 @@ class GossipBoard:
         clock = time.perf_counter
         started, surveyed = clock(), False
         while self.building is not None or self.dirty:
-            if surveyed and not steps.fits("survey", started, deadline):
-                return True
+            if (surveyed or begun) and not steps.fits("survey", started, deadline):
+                return surveyed
             if self.building is None:
                 room, _ = self.dirty.popitem(last=False)
                 self.building = _Survey(room, sorted(self.members.get(room, ())))

@@ -20,7 +20,8 @@ class GossipSystem(esper.Processor):
     """Each tick: refresh rooms that changed, then attempt at most ``budget`` exchanges
     (each a :meth:`KnowledgeService.gossip` call); both stop before a step that would
     likely end past its share's deadline (rooms left to refresh wait for the next tick;
-    after a survey, exchanges wait at most ``starve_ticks`` ticks for room)."""
+    exchanges that a survey left no room for wait at most ``starve_ticks`` ticks, then
+    go first)."""
 
     def __init__(self, knowledge: KnowledgeService, budget: int, share: TickShare) -> None:
         self.knowledge = knowledge
@@ -32,33 +33,41 @@ class GossipSystem(esper.Processor):
         self.exchanges = 0
         """Exchanges made since install."""
         self.waited = 0
-        """Ticks in a row a room's survey left no room for an exchange."""
+        """Ticks in a row no exchange started (a room's survey left no room for one);
+        after ``starve_ticks`` such ticks exchanges go first."""
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         deadline = self.share.deadline()
         if deadline is None:
             return
-        share, clock = self.share, time.perf_counter
-        steps = share.steps
-        surveyed = self.board.refresh(deadline, steps)
+        board = self.board
+        overdue = self.waited >= self.share.tick.starve_ticks  # exchanges first this tick
+        surveyed = False if overdue else board.refresh(deadline, self.share.steps)
+        self._exchange(deadline, first=not surveyed)
+        if overdue:
+            board.refresh(deadline, self.share.steps, begun=True)
+
+    def _exchange(self, deadline: float, *, first: bool) -> None:
+        """Attempt up to ``budget`` exchanges; the first starts anyway when ``first``
+        (see :meth:`TickShare.starts`), else it waits for a tick with room."""
+        share, board, clock = self.share, self.board, time.perf_counter
         made, started = 0, clock()
         for attempt in range(self.budget * 2):  # a failed draw costs an attempt, never more than 2×budget
-            # After a survey, an exchange that does not fit waits (at most starve_ticks ticks).
-            first = not attempt and (not surveyed or self.waited >= share.tick.starve_ticks)
-            if made >= self.budget or not share.starts("exchange", started, deadline, first=first):
-                if not attempt and surveyed:
+            begins = share.starts("exchange", started, deadline, first=first and not attempt)
+            if made >= self.budget or not begins:
+                if not attempt:
                     self.waited += 1
                 break
             self.waited = 0
-            drawn = self.board.draw(self.rng)
+            drawn = board.draw(self.rng)
             if drawn is None:
                 break
             if self.exchange(*drawn):
                 made += 1
-                self.board.told(drawn[0], drawn[1])
+                board.told(drawn[0], drawn[1])
             else:
-                self.board.missed(drawn[0], drawn[1])
+                board.missed(drawn[0], drawn[1])
             ended = clock()
-            steps.took("exchange", ended - started)
+            share.steps.took("exchange", ended - started)
             started = ended
         self.exchanges += made
