@@ -152,7 +152,7 @@ def test_a_system_starts_no_step_its_estimate_says_would_end_past_the_deadline()
     for i in range(4):
         plugin.add_npc(key=f"n{i}")
     decay = decay_of(plugin)
-    decay.share.steps.took("pair", 10.0)  # pairs lately took 10 s each: far past any tick's budget
+    decay.share.steps.took("pair", 100.0)  # a pair lately took 100 s: estimate 10 s, past any tick's budget
     tick("b", 1)
     assert decay.cursor.visits == 1  # one pair a tick: a system always makes progress
     tick("b", 3)
@@ -162,18 +162,18 @@ def test_a_system_starts_no_step_its_estimate_says_would_end_past_the_deadline()
 def test_step_costs_follow_what_steps_took() -> None:
     steps = StepCosts()
     assert steps.fits("read", 5.0, 5.0) and steps.fits("read", 5.0, None)  # nothing known yet
-    steps.took("read", 0.002)
-    assert not steps.fits("read", 5.0, 5.001) and steps.fits("read", 5.0, 5.002)
+    steps.took("read", 0.01)  # the estimate moves a tenth of the way: 1 ms
+    assert not steps.fits("read", 5.0, 5.0009) and steps.fits("read", 5.0, 5.0011)
     for _ in range(40):
-        steps.took("read", 0.0001)
-    assert steps.fits("read", 5.0, 5.001) and steps.fits("apply", 5.0, 5.0)  # kinds apart
+        steps.took("read", 0.0)
+    assert steps.fits("read", 5.0, 5.0001) and steps.fits("apply", 5.0, 5.0)  # kinds apart
 
 
 def test_a_first_unit_that_fits_a_system_s_own_budget_waits_for_a_tick_with_room() -> None:
     budget = TickBudget(1.0)
     share, other = budget.share(0.5), budget.share(0.5)
-    share.steps.took("pair", 0.0003)  # fits the system's 0.5 ms
-    other.steps.took("room", 0.002)  # never fits it
+    share.steps.took("pair", 0.003)  # estimate 0.3 ms: fits the system's 0.5 ms
+    other.steps.took("room", 0.02)  # 2 ms: never fits it
     started: list[bool] = []
     for _ in range(2 * (budget.starve_ticks + 1)):
         budget.open()

@@ -108,7 +108,7 @@ class StepCosts:
 
     def took(self, kind: str, seconds: float) -> None:
         """A ``kind`` step took ``seconds``."""
-        estimate = self.seconds.get(kind, seconds)
+        estimate = self.seconds.get(kind, 0.0)
         self.seconds[kind] = estimate + STEP_WEIGHT * (seconds - estimate)
 
 
