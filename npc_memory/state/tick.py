@@ -1,20 +1,19 @@
 """The plugin's share of one tick: a wall-clock budget its systems spend in turn, and a
 flag that tells the store's writer thread when the tick is running.
 
-ClockSystem opens the tick and EventSystem, last, closes it. In between, each budgeted
-system asks its :class:`TickShare` for a deadline: the earlier of its own budget and
-what is left of the tick's. The tick's budget is charged from the moment the clock
-opens it, so what runs before the first budgeted system (the lifecycle checks, the
-interpreter coming back from the store's writer thread) is part of it. A system that
-finds the tick's budget spent does no work that tick, unless it has gone
-``starve_ticks`` ticks without a turn; then it does one unit of work, so a system late
-in the order never starves. A system starts a unit of work only when it would likely
-end before the deadline, by what units of its kind took lately (:class:`StepCosts`);
-its first unit of a tick may start anyway when it is bigger than the system's own
-budget, or after ``starve_ticks`` ticks of waiting for a tick with room for it (see
-:meth:`TickShare.starts`). A tick then costs about ``tick_ms`` plus a fraction of a
-unit, whatever each system has queued; systems keep their units small (a room surveyed
-a slice of occupants at a time, a pair at a time).
+ClockSystem opens the tick and EventSystem, last, closes it. In between, each
+budgeted system asks its :class:`TickShare` for a deadline: the earlier of its own
+budget and what is left of the tick's. The tick's budget is charged from the first
+budgeted system on (the clock's own work, or the process being descheduled before it,
+costs it nothing). A system that finds the tick's budget spent does no work that
+tick, unless it has gone ``starve_ticks`` ticks without a turn; then it does one unit
+of work, so a system late in the order never starves. A system starts a unit of work
+only when it would likely end before the deadline, by what units of its kind took
+lately (:class:`StepCosts`); its first unit of a tick may start anyway when it is
+bigger than the system's own budget, or after ``starve_ticks`` ticks of waiting for a
+tick with room for it (see :meth:`TickShare.starts`). A tick then costs about
+``tick_ms`` plus a fraction of a unit, whatever each system has queued; systems keep
+their units small (a room surveyed a slice of occupants at a time, a pair at a time).
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ class TickBudget:
         """Seconds of the running tick's budget not yet charged."""
         self.charged_to: float | None = None
         """``time.perf_counter()`` up to which the running tick is charged (``None``:
-        no tick runs)."""
+        no budgeted system has started yet)."""
         self.ticks = 0
         """Ticks opened so far."""
         self.ran_out = False
@@ -70,7 +69,7 @@ class TickBudget:
         """A tick starts (ClockSystem)."""
         self.idle.clear()
         self.left = self.total_ms / 1000.0
-        self.charged_to = time.perf_counter()
+        self.charged_to = None
         self.ticks += 1
         self.ran_out = False
         self.opened_cpu = time.thread_time()
