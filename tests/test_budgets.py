@@ -10,7 +10,8 @@ import esper
 
 import npc_memory
 from npc_memory.content import load_pack, validate_pack
-from npc_memory.state import world_context
+from npc_memory.services.board import SURVEY_SLICE, GossipBoard
+from npc_memory.state import StepCosts, TickBudget, world_context
 from npc_memory.systems.decay import DecaySystem
 from npc_memory.systems.gossip import GossipSystem
 
@@ -92,3 +93,102 @@ def test_the_tick_is_marked_running_from_the_clock_to_the_event_system() -> None
     assert len(seen) == 1 and seen[0][0] is False  # inside the plugin's tick
     assert 0.0 < seen[0][1] < 0.0005  # what is left of the tick's 0.5 ms after extraction
     assert plugin._state.tick.idle.is_set()  # closed again by EventSystem
+
+
+def board_of(plugin: npc_memory.MemoryPlugin) -> GossipBoard:
+    return next(p for p in plugin.processors if isinstance(p, GossipSystem)).board
+
+
+def drawn_from(board: GossipBoard, room: str) -> tuple[list[str], list[float], list[str], list[float]]:
+    built = board.rooms[room]
+    return built.tellers.names, built.tellers.weights, built.listeners.names, built.listeners.weights
+
+
+def crowded_hall(world: str) -> npc_memory.MemoryPlugin:
+    plugin = npc_memory.install(world=world, pack=pack_with())
+    for i in range(40):
+        plugin.add_npc(key=f"n{i:02}", room="hall")
+        if i % 3 == 0:
+            plugin.learn_fact(f"n{i:02}", f"news {i}", topic=f"t{i}", importance=0.9)
+    return plugin
+
+
+def test_a_room_survey_split_over_ticks_builds_the_same_room_as_one_pass() -> None:
+    board = board_of(crowded_hall("b"))
+    calls = 0
+    while board.dirty or board.building is not None:
+        board.refresh(deadline=0.0)  # past: one slice of occupants per call
+        calls += 1
+        assert board.rebuilds == (0 if board.building is not None else 1)
+    assert calls == -(-40 // SURVEY_SLICE)
+    split = drawn_from(board, "hall")
+    board.touch("hall")
+    board.refresh()  # no deadline: the whole room at once
+    assert board.rebuilds == 2 and drawn_from(board, "hall") == split
+    assert len(split[0]) == 14 and len(split[2]) == 40
+
+
+def test_who_enters_leaves_or_learns_during_a_split_survey_is_in_the_room_it_builds() -> None:
+    plugin = crowded_hall("b")
+    board = board_of(plugin)
+    board.refresh(deadline=0.0)  # n00-n15 surveyed
+    plugin.move("n00", "yard")  # a surveyed teller leaves
+    plugin.move("n39", "yard")  # one not yet surveyed leaves
+    plugin.add_npc(key="late", room="hall")  # one enters
+    plugin.learn_fact("n01", "fresh news", topic="fresh", importance=0.9)  # a surveyed listener learns
+    while board.building is not None or "hall" in board.dirty:
+        board.refresh(deadline=0.0)
+    tellers, teller_weights, listeners, listener_weights = drawn_from(board, "hall")
+    board.touch("hall")
+    board.refresh()
+    once = drawn_from(board, "hall")
+    assert sorted(zip(tellers, teller_weights, strict=True)) == sorted(zip(once[0], once[1], strict=True))
+    assert sorted(zip(listeners, listener_weights, strict=True)) == sorted(zip(once[2], once[3], strict=True))
+    assert "n01" in tellers and "late" in listeners and "n00" not in listeners and "n39" not in listeners
+
+
+def test_a_system_starts_no_step_its_estimate_says_would_end_past_the_deadline() -> None:
+    plugin = npc_memory.install(world="b", pack=pack_with(decay_tick_ms=1000.0), time_scale=HOUR)
+    for i in range(4):
+        plugin.add_npc(key=f"n{i}")
+    decay = decay_of(plugin)
+    decay.share.steps.took("pair", 100.0)  # a pair lately took 100 s: estimate 10 s, past any tick's budget
+    tick("b", 1)
+    assert decay.cursor.visits == 1  # one pair a tick: a system always makes progress
+    tick("b", 3)
+    assert decay.cursor.cycles == 1 and decay.cursor.visits == 4
+
+
+def test_step_costs_follow_what_steps_took() -> None:
+    steps = StepCosts()
+    assert steps.fits("read", 5.0, 5.0) and steps.fits("read", 5.0, None)  # nothing known yet
+    steps.took("read", 0.01)  # the estimate moves a tenth of the way: 1 ms
+    assert not steps.fits("read", 5.0, 5.0009) and steps.fits("read", 5.0, 5.0011)
+    for _ in range(40):
+        steps.took("read", 0.0)
+    assert steps.fits("read", 5.0, 5.0001) and steps.fits("apply", 5.0, 5.0)  # kinds apart
+
+
+def test_a_first_unit_that_fits_a_system_s_own_budget_waits_for_a_tick_with_room() -> None:
+    budget = TickBudget(1.0)
+    share, other = budget.share(0.5), budget.share(0.5)
+    share.steps.took("pair", 0.003)  # estimate 0.3 ms: fits the system's 0.5 ms
+    other.steps.took("room", 0.02)  # 2 ms: never fits it
+    started: list[bool] = []
+    for _ in range(2 * (budget.starve_ticks + 1)):
+        budget.open()
+        budget.left = 0.0001  # the systems before took all but 0.1 ms
+        deadline = share.deadline()
+        assert deadline is not None
+        now = time.perf_counter()
+        assert not share.starts("pair", now, deadline, first=False)  # only a first unit may overrun
+        started.append(share.starts("pair", now, deadline, first=True))
+        budget.left = 0.0001
+        deadline = other.deadline()
+        assert deadline is not None
+        assert other.starts("room", time.perf_counter(), deadline, first=True)  # no tick has room: now
+        budget.close()
+    assert started == [False] * budget.starve_ticks + [True] + [False] * budget.starve_ticks + [True]
+    budget.open()
+    deadline = share.deadline()  # a whole tick left
+    assert deadline is not None and share.starts("pair", time.perf_counter(), deadline, first=True)

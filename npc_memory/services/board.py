@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
+from npc_memory.state import StepCosts
+
 T = Any
+
+SURVEY_SLICE = 16
+"""Occupants of a room surveyed in one step of its rebuild (about 8 µs each)."""
 
 
 def weighted_choice(rng: random.Random, items: Sequence[T], cumulative: Sequence[float]) -> T:
@@ -65,6 +70,36 @@ class _Room:
 
 
 @dataclass
+class _Survey:
+    """A room being rebuilt a slice of occupants at a time: who is left to survey
+    (``occupants[at:]``) and what the surveyed ones gave."""
+
+    room: str
+    occupants: list[str]
+    at: int = 0
+    listeners: list[str] = field(default_factory=list)
+    listener_weights: list[float] = field(default_factory=list)
+    tellers: list[str] = field(default_factory=list)
+    teller_weights: list[float] = field(default_factory=list)
+
+    def add(self, npc: str) -> None:
+        """``npc`` entered the room: surveyed with the rest."""
+        if npc not in self.listeners and npc not in self.occupants[self.at :]:
+            self.occupants.append(npc)
+
+    def remove(self, npc: str) -> None:
+        """``npc`` left the room: out of the survey, surveyed or not."""
+        if npc in self.listeners:
+            at = self.listeners.index(npc)
+            del self.listeners[at], self.listener_weights[at]
+            if npc in self.tellers:
+                at = self.tellers.index(npc)
+                del self.tellers[at], self.teller_weights[at]
+        elif npc in self.occupants[self.at :]:
+            del self.occupants[self.occupants.index(npc, self.at)]
+
+
+@dataclass
 class GossipBoard:
     """Rooms, their occupants and who can gossip there.
 
@@ -87,6 +122,8 @@ class GossipBoard:
     rooms: dict[str, _Room] = field(default_factory=dict)
     active: list[str] = field(default_factory=list)
     _position: dict[str, int] = field(default_factory=dict)
+    building: _Survey | None = None
+    """The room being rebuilt, when its survey spans ticks."""
     _most_tellers: int = 1
     rebuilds: int = 0
 
@@ -96,6 +133,9 @@ class GossipBoard:
         if room is None:
             return
         self.members.setdefault(room, set()).add(npc)
+        if self.building is not None and self.building.room == room:
+            self.building.add(npc)
+            return
         built = self.rooms.get(room)
         if built is None or room in self.dirty:
             self.dirty[room] = None
@@ -107,6 +147,12 @@ class GossipBoard:
         """``npc`` in ``room`` learned something: it can tell in the room's draws at once
         (O(1) when the room is active), else the room is checked at the next refresh."""
         if room is None:
+            return
+        survey = self.building
+        if survey is not None and survey.room == room:
+            if npc in survey.listeners and npc not in survey.tellers and self.has_news(npc):
+                survey.tellers.append(npc)
+                survey.teller_weights.append(self.teller_weight(npc))
             return
         built = self.rooms.get(room)
         if built is None or room in self.dirty:
@@ -123,6 +169,8 @@ class GossipBoard:
         if room is None or room not in self.members:
             return
         self.members[room].discard(npc)
+        if self.building is not None and self.building.room == room:
+            self.building.remove(npc)
         built = self.rooms.get(room)
         if built is None:
             return
@@ -137,35 +185,64 @@ class GossipBoard:
 
     def touch(self, room: str | None) -> None:
         """Something changed in ``room`` that needs a rebuild (an occupant forgot facts)."""
-        if room is not None:
+        if room is None:
+            return
+        if self.building is not None and self.building.room == room:
+            self.building = _Survey(room, sorted(self.members.get(room, ())))  # surveyed again
+        else:
             self.dirty[room] = None
 
-    def refresh(self, deadline: float | None = None) -> None:
-        """Rebuild the rooms that changed, oldest change first, and only those; stop
-        once ``time.perf_counter()`` passes ``deadline`` (after one room at least)."""
-        rebuilt = 0
-        while self.dirty:
-            if rebuilt and deadline is not None and time.perf_counter() > deadline:
-                return
-            room, _ = self.dirty.popitem(last=False)
-            rebuilt += 1
-            self._rebuild(room)
+    def refresh(
+        self, deadline: float | None = None, steps: StepCosts | None = None, *, begun: bool = False
+    ) -> bool:
+        """Rebuild the rooms that changed, oldest change first, and only those, surveying
+        ``SURVEY_SLICE`` occupants at a time; stop before a slice that would likely end
+        past ``deadline`` (``time.perf_counter()``; by what slices took lately,
+        ``steps``), after one slice at least (unless ``begun``: other work came first
+        this tick). A room stopped mid-survey keeps its last
+        build (if any) for draws until the survey ends on a later tick; who enters,
+        leaves or learns something meanwhile is taken into the survey. Returns whether
+        it surveyed anyone."""
+        steps = StepCosts() if steps is None else steps
+        clock = time.perf_counter
+        started, surveyed = clock(), False
+        while self.building is not None or self.dirty:
+            if (surveyed or begun) and not steps.fits("survey", started, deadline):
+                return surveyed
+            if self.building is None:
+                room, _ = self.dirty.popitem(last=False)
+                self.building = _Survey(room, sorted(self.members.get(room, ())))
+            self._survey_slice(self.building)
+            ended = clock()
+            steps.took("survey", ended - started)
+            started, surveyed = ended, True
+        return surveyed
 
-    def _rebuild(self, room: str) -> None:
-        occupants = sorted(self.members.get(room, ()))
-        surveyed = self.survey(occupants) if len(occupants) >= 2 else ([], [], [])
-        tellers, teller_weights, listener_weights = surveyed
+    def _survey_slice(self, survey: _Survey) -> None:
+        """Survey the next slice of ``survey``'s occupants; the last one installs the room."""
+        if len(survey.occupants) >= 2:
+            chunk = survey.occupants[survey.at : survey.at + SURVEY_SLICE]
+            survey.at += len(chunk)
+            tellers, teller_weights, listener_weights = self.survey(chunk)
+            survey.listeners.extend(chunk)
+            survey.listener_weights.extend(listener_weights)
+            survey.tellers.extend(tellers)
+            survey.teller_weights.extend(teller_weights)
+            if survey.at < len(survey.occupants):
+                return
+        self.building = None
         self.rebuilds += 1
-        if not tellers:
+        room = survey.room
+        if not survey.tellers or len(survey.listeners) < 2:
             self.rooms.pop(room, None)
             self._deactivate(room)
             return
         self.rooms[room] = _Room(
-            tellers=_Draw.of(tellers, teller_weights),
-            listeners=_Draw.of(occupants, listener_weights),
-            teller_set=set(tellers),
+            tellers=_Draw.of(survey.tellers, survey.teller_weights),
+            listeners=_Draw.of(survey.listeners, survey.listener_weights),
+            teller_set=set(survey.tellers),
         )
-        self._most_tellers = max(self._most_tellers, len(tellers))
+        self._most_tellers = max(self._most_tellers, len(survey.tellers))
         if room not in self._position:
             self._position[room] = len(self.active)
             self.active.append(room)

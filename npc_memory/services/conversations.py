@@ -28,16 +28,13 @@ from npc_memory.services.knowledge import KnowledgeService
 from npc_memory.services.memories import MemoryService
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.services.safety import is_marked, said
-from npc_memory.state import Part, WorldState
+from npc_memory.state import Part, StepCosts, WorldState
 
 RULES_CONFIDENCE = 0.7
 """Confidence of memories the rule-based extractor made."""
 
 LLM_CONFIDENCE = 0.9
 """Confidence of memories the LLM extractor made."""
-
-STEP_WEIGHT = 0.1
-"""Weight of the latest step in the moving average of what a step of extraction takes."""
 
 
 class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,9 +105,6 @@ class ConversationService:
         memories that mention one are not stored, waiting jobs that do are dropped."""
         self.applying: Applying | None = None
         """The first ready result while it is applied a memory per step (see :meth:`work`)."""
-        self.step_cost = {"apply": 0.0, "read": 0.0}
-        """What a step of each kind took lately (seconds, a moving average): a step that
-        would likely end past the deadline waits for the next tick."""
         self.partial: set[str] = set()
         """Conversations whose result was parked part-applied (its NPC or player left)."""
 
@@ -202,21 +196,21 @@ class ConversationService:
         while applying is not None and not self._apply_next(applying):
             pass
 
-    def work(self, deadline: float | None, *, finish_begun: bool = False) -> None:
+    def work(self, deadline: float | None, steps: StepCosts, *, finish_begun: bool = False) -> None:
         """The extraction work of one tick, a step at a time, stopping at the pack's count
         caps or once ``time.perf_counter()`` passes ``deadline`` (after at least one step):
         apply the results ready, a memory per step (the result being applied stays first
         in line, so it is saved as pending until it is complete), then dispatch queued
         jobs (offline: the rules read a line per step). A step that would likely end past
-        ``deadline`` (by what such steps took lately) waits for the next tick, unless
-        ``finish_begun`` (a quiet world) and it is part of a conversation begun (being
+        ``deadline`` (by what such steps took lately, ``steps``) waits for the next tick,
+        unless ``finish_begun`` (a quiet world) and it is part of a conversation begun (being
         read, or read this tick and being applied). Work stopped resumes next tick where
         it stopped."""
         pipeline, budgets = self.pipeline, self.state.pack.budgets
         pipeline.collect()
         applied = dispatched = 0
         read: ExtractionJob | None = None  # the job read to its end this tick
-        cost, clock = self.step_cost, time.perf_counter
+        clock = time.perf_counter
         now, begun, first = clock(), False, True
         while True:
             if pipeline.ready and applied < budgets.extraction_apply_per_tick:
@@ -225,8 +219,7 @@ class ConversationService:
                 kind = "read"
             else:
                 return
-            late = deadline is not None and now + cost[kind] > deadline
-            if late and not first and not (finish_begun and begun):
+            if not steps.fits(kind, now, deadline) and not first and not (finish_begun and begun):
                 return  # the step would likely end past the deadline: next tick
             first, started = False, now
             if kind == "apply":
@@ -237,7 +230,7 @@ class ConversationService:
                     read = pipeline.ready[-1].job
                 dispatched += done
             now = clock()
-            cost[kind] += STEP_WEIGHT * (now - started - cost[kind])
+            steps.took(kind, now - started)
             begun = pipeline.reading is not None or (
                 read is not None and any(result.job is read for result in pipeline.ready)
             )

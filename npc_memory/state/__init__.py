@@ -16,7 +16,7 @@ from npc_memory.content import Pack
 from npc_memory.events import Event
 from npc_memory.state.bus import ErrorPolicy, EventBus, EventQueue, Subscription
 from npc_memory.state.registry import Ref, Registry, RegistryListener
-from npc_memory.state.tick import TickBudget, TickShare
+from npc_memory.state.tick import StepCosts, TickBudget, TickShare
 from npc_memory.state.world import world_context
 from npc_memory.store.documents import Document, Part
 
@@ -71,6 +71,7 @@ __all__ = [
     "Ref",
     "Registry",
     "RegistryListener",
+    "StepCosts",
     "Subscription",
     "TickBudget",
     "TickShare",

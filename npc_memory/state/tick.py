@@ -1,14 +1,19 @@
 """The plugin's share of one tick: a wall-clock budget its systems spend in turn, and a
 flag that tells the store's writer thread when the tick is running.
 
-ClockSystem opens the tick and EventSystem, last, closes it. In between, each budgeted
-system asks its :class:`TickShare` for a deadline: the earlier of its own budget and
-what is left of the tick's. The tick's budget is charged from the first budgeted
-system on (the clock's own work, or the process being descheduled before it, costs
-it nothing). A system that finds the tick's budget spent does no work that tick,
-unless it has gone ``starve_ticks`` ticks without a turn; then it does one unit of
-work, so a system late in the order never starves. A tick then costs at most about
-``tick_ms`` plus one unit of work per system, whatever each system has queued.
+ClockSystem opens the tick and EventSystem, last, closes it. In between, each
+budgeted system asks its :class:`TickShare` for a deadline: the earlier of its own
+budget and what is left of the tick's. The tick's budget is charged from the first
+budgeted system on (the clock's own work, or the process being descheduled before it,
+costs it nothing). A system that finds the tick's budget spent does no work that
+tick, unless it has gone ``starve_ticks`` ticks without a turn; then it does one unit
+of work, so a system late in the order never starves. A system starts a unit of work
+only when it would likely end before the deadline, by what units of its kind took
+lately (:class:`StepCosts`); its first unit of a tick may start anyway when it is
+bigger than the system's own budget, or after ``starve_ticks`` ticks of waiting for a
+tick with room for it (see :meth:`TickShare.starts`). A tick then costs about
+``tick_ms`` plus a fraction of a unit, whatever each system has queued; systems keep
+their units small (a room surveyed a slice of occupants at a time, a pair at a time).
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ STARVE_TICKS = 4
 QUIET = 0.1
 """A tick whose systems (but the one asking) worked less than this share of the budget
 leaves the next one quiet (see :attr:`TickShare.quiet`)."""
+
+STEP_WEIGHT = 0.1
+"""Weight of the latest step in a running estimate of what a kind of step takes."""
 
 CLOSE_TIMEOUT = 0.002
 """Real seconds the writer waits for a tick to close before it works anyway (a tick
@@ -85,14 +93,40 @@ class TickBudget:
         return TickShare(self, own_ms)
 
 
+class StepCosts:
+    """A running estimate of the real seconds each kind of step takes, so that a step
+    that would likely end past a deadline waits for the next tick."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def fits(self, kind: str, now: float, deadline: float | None) -> bool:
+        """Whether a ``kind`` step started at ``now`` (``time.perf_counter()``) would
+        likely end by ``deadline`` (``None``: no deadline)."""
+        return deadline is None or now + self.seconds.get(kind, 0.0) <= deadline
+
+    def took(self, kind: str, seconds: float) -> None:
+        """A ``kind`` step took ``seconds``."""
+        estimate = self.seconds.get(kind, 0.0)
+        self.seconds[kind] = estimate + STEP_WEIGHT * (seconds - estimate)
+
+
 class TickShare:
-    """One system's part of the tick's budget."""
+    """One system's part of the tick's budget, and what its kinds of step take."""
 
     def __init__(self, tick: TickBudget, own_ms: float) -> None:
         self.tick = tick
         self.own_ms = own_ms
+        self.steps = StepCosts()
         self.skipped = 0
         """Ticks in a row this system found the tick's budget spent."""
+        self.waited = 0
+        """Ticks in a row this system's first unit waited for a tick with room for it."""
+        self.starving = False
+        """Whether this tick's :meth:`deadline` is a starving system's one unit."""
+        self.cramped = False
+        """Whether this tick's :meth:`deadline` is what was left of the tick's budget,
+        less than the system's own."""
         self.quiet = True
         """Whether the world is quiet as of the last :meth:`deadline`: in the last tick
         whose budget did not run out (one of the last ``starve_ticks``), the other systems
@@ -121,15 +155,39 @@ class TickShare:
             own = worked if calm_tick == tick.last_cpu_tick else 0.0
             self.quiet = tick.last_cpu - own < QUIET * tick.total_ms / 1000.0
         self.started_cpu = time.thread_time()
+        self.starving = self.cramped = False
         if tick.left <= 0.0:
             tick.ran_out = True
             if self.skipped < tick.starve_ticks:
                 self.skipped += 1
                 return None
-            self.skipped = 0
+            self.skipped, self.starving = 0, True
             return now  # starving: one unit of work
         self.skipped = 0
-        return now + min(self.own_ms / 1000.0, tick.left)
+        own = self.own_ms / 1000.0
+        self.cramped = tick.left < own
+        return now + min(own, tick.left)
+
+    def starts(self, kind: str, now: float, deadline: float, *, first: bool) -> bool:
+        """Whether to start a ``kind`` unit of work at ``now`` (``time.perf_counter()``):
+        one that would likely end by ``deadline`` (see :meth:`deadline`). The system's
+        first unit of the tick waits only for a tick with more room: when what is left
+        of this tick's budget is less than the system's own and the unit would fit the
+        latter, at most ``starve_ticks`` ticks in a row."""
+        steps = self.steps
+        if not first:
+            return steps.fits(kind, now, deadline)
+        roomier = self.cramped and steps.seconds.get(kind, 0.0) <= self.own_ms / 1000.0
+        if (
+            steps.fits(kind, now, deadline)
+            or self.starving
+            or not roomier
+            or self.waited >= self.tick.starve_ticks
+        ):
+            self.waited = 0
+            return True
+        self.waited += 1
+        return False
 
     def done(self) -> None:
         """This system's work of the tick is over: what it did is not counted against

@@ -87,7 +87,8 @@ class PairCursor:
 
 
 class PairMaintenanceSystem(esper.Processor):
-    """Hands at most ``budget`` pairs per tick (stopping early at its share's deadline)
+    """Hands at most ``budget`` pairs per tick (stopping early before a pair that would
+    likely end past its share's deadline)
     to ``handle(npc, player)``: the cursor's urgent world pairs first, then a cycle per
     interval; ``poll()``, if given, runs first every tick. Urgent visits the budget
     cannot absorb wait in the cursor's queue (one entry per NPC)."""
@@ -121,13 +122,18 @@ class PairMaintenanceSystem(esper.Processor):
         deadline = self.share.deadline()
         if deadline is None:
             return
+        share, clock = self.share, time.perf_counter
+        steps, started = share.steps, clock()
         for done in range(self.budget):
-            if done and time.perf_counter() > deadline:
-                return
+            if not share.starts("pair", started, deadline, first=not done):
+                return  # the next pair would likely end past the deadline: next tick
             pair = self.cursor.next(now)
             if pair is None:
                 return
             self.handle(*pair)
+            ended = clock()
+            steps.took("pair", ended - started)
+            started = ended
 
 
 class DecaySystem(PairMaintenanceSystem):

@@ -18,8 +18,10 @@ from npc_memory.state import TickShare
 
 class GossipSystem(esper.Processor):
     """Each tick: refresh rooms that changed, then attempt at most ``budget`` exchanges
-    (each a :meth:`KnowledgeService.gossip` call); both stop at its share's deadline
-    (rooms left to refresh wait for the next tick)."""
+    (each a :meth:`KnowledgeService.gossip` call); both stop before a step that would
+    likely end past its share's deadline (rooms left to refresh wait for the next tick;
+    exchanges that a survey left no room for wait at most ``starve_ticks`` ticks, then
+    go first)."""
 
     def __init__(self, knowledge: KnowledgeService, budget: int, share: TickShare) -> None:
         self.knowledge = knowledge
@@ -30,22 +32,42 @@ class GossipSystem(esper.Processor):
         self.exchange = knowledge.gossip
         self.exchanges = 0
         """Exchanges made since install."""
+        self.waited = 0
+        """Ticks in a row no exchange started (a room's survey left no room for one);
+        after ``starve_ticks`` such ticks exchanges go first."""
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         deadline = self.share.deadline()
         if deadline is None:
             return
-        self.board.refresh(deadline)
-        made = 0
+        board = self.board
+        overdue = self.waited >= self.share.tick.starve_ticks  # exchanges first this tick
+        surveyed = False if overdue else board.refresh(deadline, self.share.steps)
+        self._exchange(deadline, first=not surveyed)
+        if overdue:
+            board.refresh(deadline, self.share.steps, begun=True)
+
+    def _exchange(self, deadline: float, *, first: bool) -> None:
+        """Attempt up to ``budget`` exchanges; the first starts anyway when ``first``
+        (see :meth:`TickShare.starts`), else it waits for a tick with room."""
+        share, board, clock = self.share, self.board, time.perf_counter
+        made, started = 0, clock()
         for attempt in range(self.budget * 2):  # a failed draw costs an attempt, never more than 2×budget
-            if made >= self.budget or (attempt and time.perf_counter() > deadline):
+            begins = share.starts("exchange", started, deadline, first=first and not attempt)
+            if made >= self.budget or not begins:
+                if not attempt:
+                    self.waited += 1
                 break
-            drawn = self.board.draw(self.rng)
+            self.waited = 0
+            drawn = board.draw(self.rng)
             if drawn is None:
                 break
             if self.exchange(*drawn):
                 made += 1
-                self.board.told(drawn[0], drawn[1])
+                board.told(drawn[0], drawn[1])
             else:
-                self.board.missed(drawn[0], drawn[1])
+                board.missed(drawn[0], drawn[1])
+            ended = clock()
+            share.steps.took("exchange", ended - started)
+            started = ended
         self.exchanges += made
