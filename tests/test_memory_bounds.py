@@ -94,3 +94,23 @@ def test_players_stay_bounded_within_ticks_not_only_on_the_daily_visit() -> None
     assert most == 11
     assert "p58" in handle.bank.players and "p59" in handle.relationships.by_player
     assert "p0" not in handle.bank.players and "p1" not in handle.relationships.by_player  # longest ago
+
+
+def test_players_stay_under_the_hard_bound_however_many_come_between_ticks() -> None:
+    """No tick at all (more new players than DecaySystem could visit): an NPC reaching a
+    quarter over ``players_per_npc`` is held to the cap as it takes on the next one."""
+    plugin = npc_memory.install(world="m", pack=bounded(players_per_npc=20), time_scale=60.0)
+    plugin.add_npc(key="oswin")
+    handle = plugin.npc("oswin")
+    most = 0
+    for i in range(200):
+        plugin.add_player(key=f"p{i}")
+        plugin.clock.advance(1.0)
+        if i % 3:
+            plugin.adjust_relationship("oswin", f"p{i}", trust=0.05)
+        else:
+            plugin.remember("oswin", f"p{i}", f"p{i} bought a lamp", importance=0.3)
+        most = max(most, len(handle.bank.players.keys() | handle.relationships.by_player.keys()))
+    assert most == 25  # 20 + 20 // 4: the next player brings it back to 90 % of 20
+    held = handle.bank.players.keys() | handle.relationships.by_player.keys()
+    assert "p199" in held and "p0" not in held  # the newest stay, the longest ago went

@@ -97,6 +97,13 @@ def players_to_forget(
     return sorted(players, key=last_dealt)[: len(players) - keep]
 
 
+def hard_player_bound(players_per_npc: int) -> int:
+    """The most players an NPC holds (relationships or memories) between DecaySystem's
+    visits: ``players_per_npc`` plus a quarter. Past it the NPC is held to the cap when
+    it takes on the next player, wherever that happens (a facade call or a tick)."""
+    return players_per_npc + max(1, players_per_npc // 4)
+
+
 def drift_start(rel: Relationship) -> float:
     """When ``rel``'s stored values were last set (game seconds): its last drift or
     interaction, whichever is later."""

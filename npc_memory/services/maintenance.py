@@ -49,6 +49,7 @@ class MaintenanceService:
         self.templates = state.pack.memory.consolidation
         self._reserved: dict[str, set[str]] = {}
         self._summaries: list[PendingSummary] = []
+        relationships.overfull = self.hold_to_player_cap
 
     def close(self) -> None:
         """Abandon summaries in flight (their clusters are found again next time)."""
@@ -101,9 +102,7 @@ class MaintenanceService:
         if player is None:
             self.knowledge.forget_expired(handle)
             changed |= bool(decay_rules.over_npc_cap(handle.bank, rules, now))
-            for gone in decay_rules.players_to_forget(handle.bank, handle.relationships, rules):
-                self.forget_player_of(handle, gone)
-                changed = True
+            changed |= self.hold_to_player_cap(handle)
         else:
             self.relationships.settle(handle, player)
         if changed:
@@ -138,6 +137,14 @@ class MaintenanceService:
                 self.knowledge.replace_facts(handle, kept)
                 changed = True
         return changed
+
+    def hold_to_player_cap(self, npc: NpcHandle) -> bool:
+        """Past ``players_per_npc``, ``npc`` lets go of the players it dealt with
+        longest ago, down to 90 % of it; whether any went."""
+        gone = decay_rules.players_to_forget(npc.bank, npc.relationships, self.state.pack.memory)
+        for player in gone:
+            self.forget_player_of(npc, player)
+        return bool(gone)
 
     def forget_player_of(self, npc: NpcHandle, player: str) -> None:
         """``npc`` lets go of ``player``: the relationship, unlocked memories and the

@@ -79,10 +79,9 @@ class MemoryService:
             content = screened.text
         now = self.state.clock.now
         key = player
-        new_player = key is not None and key not in npc.bank.players
+        if key is not None and key not in npc.bank.players:
+            self.relationships.new_player(npc, key)  # (may let other players go first)
         pair = npc.bank.pair_for_write(key)
-        if new_player:
-            self.relationships.new_player(npc)
         memory_id = f"m{npc.bank.next_id}"
         common = {
             "content": content,

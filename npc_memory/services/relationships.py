@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -41,6 +42,7 @@ STANDING_TOLERANCE = 0.01
 standing counts before the pair is written again."""
 
 
+
 class RelationshipService:
     """Every write to a relationship goes through here, so the version, stage,
     thresholds, events, faction standing and the NPC's dirty mark stay in step."""
@@ -58,6 +60,10 @@ class RelationshipService:
         """NPCs that took on a player beyond ``players_per_npc`` (by a cheap upper
         bound), oldest first: DecaySystem visits their world pair, which holds them to
         the bound, ahead of its daily cycle and within its budget."""
+        self.overfull: Callable[[NpcHandle], object] | None = None
+        """Holds an NPC to ``players_per_npc`` at once (set by the service that lets
+        players go): called when an NPC reaches :func:`~npc_memory.rules.decay.hard_player_bound` because more
+        NPCs take on new players than DecaySystem's budget can visit."""
         state.registry.listeners.append(self)
 
     # ------------------------------------------------------------------ registry listener
@@ -124,12 +130,24 @@ class RelationshipService:
             return None
         return self._view(npc, rel, self.player_faction(player)[0])
 
-    def new_player(self, npc: NpcHandle) -> None:
-        """``npc`` took on a new player (a relationship or memories): noted in
-        :attr:`crowded` when it may now hold more than ``players_per_npc``."""
-        held = len(npc.bank.players) + len(npc.relationships.by_player)
-        if held > self.state.pack.memory.players_per_npc:
-            self.crowded[npc.identity.key] = None
+    def new_player(self, npc: NpcHandle, player: str) -> None:
+        """``npc`` is about to take on ``player`` (a relationship or memories, where it
+        holds none of that kind): noted in :attr:`crowded` when it may then hold more
+        than ``players_per_npc``; held to it at once (:attr:`overfull`, which may let
+        ``player`` go too if it held them already) when it would pass the hard bound."""
+        cap = self.state.pack.memory.players_per_npc
+        held = len(npc.bank.players) + len(npc.relationships.by_player) + 1
+        if held <= cap:
+            return
+        hard = decay_rules.hard_player_bound(cap)
+        if (
+            self.overfull is not None
+            and held > hard  # an upper bound (a player may be in both): count when it says maybe
+            and len(npc.bank.players.keys() | npc.relationships.by_player.keys() | {player}) > hard
+        ):
+            self.overfull(npc)  # shed now: the queue is not keeping up with this NPC
+            return
+        self.crowded[npc.identity.key] = None
 
     def _view(self, npc: NpcHandle, rel: Relationship, player_faction: str | None) -> Relationship:
         now = self.state.clock.now
@@ -244,7 +262,7 @@ class RelationshipService:
         now = self.state.clock.now
         if old is None:
             start = self.initial(npc.faction.faction, faction)
-            self.new_player(npc)
+            self.new_player(npc, player)
         else:  # the drift since the last write first, then the change
             baseline = self.initial(npc.faction.faction, faction)
             start = decay_rules.drifted(old, baseline, self._half_life, now)
