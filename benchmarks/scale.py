@@ -5,8 +5,10 @@
     python benchmarks/scale.py --npcs 10000 --players 1000 --ticks 500 --mix quiet
 
 A world of NPCs (spread over rooms, archetypes cycled from the pack) and players (factions
-from the pack) is set up with a TinyDB store, saved, collected and frozen (``gc.freeze()``, as
-a game does after loading; ``--no-freeze`` leaves it to the collector); none of that is timed. Then every
+from the pack) is set up with a TinyDB store and saved; none of that is timed. The garbage
+collector is then run between frames by :class:`npc_memory.FrameCollector`, as README's "The
+garbage collector" suggests for a game (``--collector auto``: CPython's own after a
+``gc.freeze()`` of the set-up; ``none``: CPython's own, nothing frozen). Then every
 tick the host makes the facade calls of the mix (each timed, by kind) and calls
 ``esper.process(1/60)`` with ``time_scale=60`` (one game second per tick), which is timed as
 the plugin's tick; each of the plugin's processors is timed too, by a wrapper put on the
@@ -118,9 +120,11 @@ class Config:
     pace: float = 60.0
     """Ticks per real second, as a game server runs them (the store's writer thread works in
     between); 0: back to back, as fast as possible."""
-    freeze: bool = True
-    """After set-up, collect and ``gc.freeze()`` the world, as a game does after loading
-    (README, "A big world"): full collections then skip the set-up's objects."""
+    collector: Literal["frames", "auto", "none"] = "frames"
+    """Who runs the garbage collector during the run (README, "The garbage collector"):
+    ``frames``, a :class:`npc_memory.FrameCollector` started after set-up and run in each
+    frame's slack; ``auto``, CPython's automatic collector after a collect and ``gc.freeze()``
+    of the set-up; ``none``, CPython's collector with nothing frozen."""
 
     @property
     def room_count(self) -> int:
@@ -562,7 +566,7 @@ def run(config: Config, store: Path | None = None, *, out: Callable[[str], None]
         plugin = npc_memory.install(world=WORLD, pack=pack, store=path, seed=config.seed, time_scale=TIME_SCALE)
         populate(plugin, load)
         plugin.save()
-        if config.freeze:
+        if config.collector == "auto":
             gc.collect()
             gc.freeze()
         setup_s = time.perf_counter() - started
@@ -606,11 +610,16 @@ def measure(
     first: dict[str, Any] = {}
     out(header(list(systems.samples)))
     gc_watch = GcWatch()
+    collector = npc_memory.FrameCollector() if config.collector == "frames" else None
+    if collector is not None:
+        collector.start()
     period = 1 / config.pace if config.pace > 0 else 0.0
     late = 0
     deadline = time.perf_counter()
     try:
         for tick in range(config.ticks + 1):
+            if collector is not None:  # between frames, in the slack before the next
+                collector.between_frames(deadline - time.perf_counter() if period else None)
             if period:  # a fixed-rate server loop: wait for the frame, never burst to catch up
                 now = time.perf_counter()
                 if now < deadline:
@@ -656,8 +665,15 @@ def measure(
                     samples.clear()
     finally:
         gc_watch.close()
-    return {"first_tick": first, "windows": windows,
-            "summary": summary(windows, first, interval, plugin, out)}
+        if collector is not None:
+            collector.stop()
+    result = {"first_tick": first, "windows": windows, "summary": summary(windows, first, interval, plugin, out)}
+    if collector is not None:
+        result["frame_collector"] = {"collections": collector.collections, "forced": collector.forced,
+                                     "max_pause_ms": round(collector.max_pause * 1e3, 2)}
+        out(f"garbage collector between frames: {collector.collections} young collections "
+            f"({collector.forced} without slack), longest {collector.max_pause * 1e3:.2f} ms")
+    return result
 
 
 def close_window(
@@ -828,15 +844,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fact-cap", type=int, default=None, help="facts per NPC (default: the pack's, 500)")
     parser.add_argument("--memory-cap", type=int, default=None, help="memories per NPC (default: the pack's, 2,000)")
     parser.add_argument("--player-cap", type=int, default=None, help="players per NPC (default: the pack's, 200)")
-    parser.add_argument("--no-freeze", action="store_true",
-                        help="leave the world built at set-up to the garbage collector's full collections")
+    parser.add_argument("--collector", choices=["frames", "auto", "none"], default="frames",
+                        help="frames: npc_memory.FrameCollector between frames (default); auto: CPython's "
+                             "collector after freezing the set-up; none: CPython's collector, nothing frozen")
     args = parser.parse_args(argv)
     if min(args.npcs, args.players, args.ticks, args.window) < 1 or args.pace < 0:
         parser.error("--npcs, --players, --ticks and --window must be positive, --pace not negative")
     config = Config(npcs=args.npcs, players=args.players, ticks=args.ticks,
                     mix="quiet" if args.quiet_world else args.mix, seed=args.seed, rooms=args.rooms,
                     window=args.window, pace=args.pace, fact_cap=args.fact_cap, memory_cap=args.memory_cap,
-                    player_cap=args.player_cap, freeze=not args.no_freeze)
+                    player_cap=args.player_cap, collector=args.collector)
     result = run(config, args.store)
     result["command"] = " ".join(["python", "benchmarks/scale.py", *(sys.argv[1:] if argv is None else argv)])
     if args.json is not None:

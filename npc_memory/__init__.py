@@ -6,6 +6,7 @@
 
 from npc_memory import events
 from npc_memory.clock import SECONDS_PER_DAY, GameClock
+from npc_memory.collector import FrameCollector
 from npc_memory.components import (
     EpisodicMemory,
     Memory,
@@ -71,6 +72,7 @@ __all__ = [
     "EpisodicMemory",
     "EventHandlerError",
     "ForgetReport",
+    "FrameCollector",
     "GameClock",
     "Health",
     "InvalidArgumentError",

@@ -170,6 +170,7 @@ class LLMGateway:
         self.stats = LLMStats()
         self._lock = threading.Lock()
         self._pending: dict[int, _Call] = {}
+        """Calls not yet concluded, by ``id`` of their future."""
         self._inbox: deque[_Call] = deque()
         self._wake_pending = False
         self._closed = False
@@ -256,19 +257,24 @@ class LLMGateway:
             self.stats[purpose].calls += 1
             reserved = TokenUsage(input=prompt, output=output)
             call = _Call(owner, purpose, request, estimate, reserved, wrap)
-            self._pending[id(call)] = call
+            self._pending[id(call.future)] = call
             # One wake-up of the loop per batch of submissions: waking it is a syscall, during
             # which the worker may take the GIL from the tick.
             self._inbox.append(call)
             wake, self._wake_pending = not self._wake_pending, True
-        call.future.add_done_callback(lambda future: self._caller_cancelled(call, future))
+        # Found again through the future, not captured: a closure over ``call`` would make a
+        # reference cycle (call -> future -> callback -> call) that only the collector frees.
+        call.future.add_done_callback(self._caller_cancelled)
         if wake and not self._worker.call_soon(self._drain):
             self._conclude(call, LLMResult(failure=SHUT_DOWN, cancelled=True))
         return call.future
 
-    def _caller_cancelled(self, call: _Call, future: concurrent.futures.Future[Any]) -> None:
+    def _caller_cancelled(self, future: concurrent.futures.Future[Any]) -> None:
         if future.cancelled():
-            self._worker.call_soon(self._cancel, call)
+            with self._lock:
+                call = self._pending.get(id(future))
+            if call is not None:
+                self._worker.call_soon(self._cancel, call)
 
     # ------------------------------------------------------------------ on the worker loop
 
@@ -459,7 +465,7 @@ class LLMGateway:
         cost = self.settings.cost.cost(result.usage) if result.usage is not None else 0.0
         result = msgspec.structs.replace(result, cost_usd=cost)
         with self._lock:
-            if self._pending.pop(id(call), None) is None:
+            if self._pending.pop(id(call.future), None) is None:
                 return
             self.limiter.settle(call.owner, call.estimate, result.usage, cost)
             counts = self.stats[call.purpose]

@@ -1,0 +1,185 @@
+"""FrameCollector runs CPython's garbage collector between frames; the plugin makes no
+reference cycles as it runs, so freezing what survives a frame loses nothing."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+import esper
+import pytest
+
+import npc_memory
+from benchmarks.scale import DT, TIME_SCALE, Config, Load, populate
+from npc_memory.systems.snapshot import SnapshotSystem
+
+from .fake_anthropic import FakeMessagesAPI
+from .test_llm_extraction import converse, make_plugin, tick_until
+
+
+class Node:
+    """A container the collector tracks, to build reference cycles from."""
+
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def cycle() -> weakref.ref[Node]:
+    """A two-node reference cycle nothing else refers to; the weak reference tells
+    whether it was reclaimed."""
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    return weakref.ref(first)
+
+
+@pytest.fixture(autouse=True)
+def restore_collector() -> Iterator[None]:
+    enabled = gc.isenabled()
+    yield
+    gc.unfreeze()
+    if enabled:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+def allocate(containers: int) -> list[list[int]]:
+    return [[i] for i in range(containers)]
+
+
+def test_start_collects_freezes_and_turns_automatic_collection_off() -> None:
+    gc.enable()
+    dead = cycle()
+    collector = npc_memory.FrameCollector().start()
+    assert dead() is None
+    assert not gc.isenabled() and collector.running
+    assert gc.get_freeze_count() > 0 and gc.get_count()[0] < 10
+    collector.stop()
+    assert gc.isenabled() and not collector.running
+
+
+def test_stop_leaves_a_disabled_collector_disabled() -> None:
+    gc.disable()
+    with npc_memory.FrameCollector():
+        pass
+    assert not gc.isenabled()
+
+
+def test_nothing_runs_until_a_collection_is_due() -> None:
+    collector = npc_memory.FrameCollector(young=5000).start()
+    dead = cycle()
+    assert not collector.due()
+    assert collector.between_frames(1.0) is False
+    assert dead() is not None and collector.collections == 0
+    kept = allocate(5000)
+    assert collector.due()
+    assert collector.between_frames(1.0) is True
+    assert dead() is None, "a cycle that died within the frame is reclaimed"
+    assert collector.collections == 1 and collector.forced == 0 and collector.last_pause > 0
+    assert not collector.due() and len(kept) == 5000
+
+
+def test_a_due_collection_waits_for_slack_unless_the_backlog_is_full() -> None:
+    collector = npc_memory.FrameCollector(young=1000, backlog=3).start()
+    kept = allocate(1000)
+    assert collector.between_frames(None)  # an unpaced loop: any time will do
+    collector.last_pause = 0.004  # as if the last one took 4 ms
+    kept += allocate(1000)
+    assert collector.between_frames(0.006) is False, "8 ms expected, 6 ms of slack"
+    assert collector.between_frames(0.009) is True
+    collector.last_pause = 0.004
+    kept += allocate(3000)
+    assert collector.between_frames(0.0) is True, "3 × young objects pending: it runs anyway"
+    assert collector.collections == 3 and collector.forced == 1
+
+
+def test_a_cycle_frozen_while_alive_waits_for_full() -> None:
+    collector = npc_memory.FrameCollector(young=100).start()
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    alive = weakref.ref(first)
+    allocate(200)
+    held = allocate(200)
+    assert collector.between_frames(None) and len(held) == 200
+    del first, second
+    allocate(200)
+    held += allocate(200)
+    collector.between_frames(None)
+    assert alive() is not None, "frozen with the survivors of its frame"
+    pause = collector.full()
+    assert alive() is None and pause > 0
+    assert not gc.isenabled(), "still manual after a full collection"
+
+
+def test_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="young and backlog must be positive"):
+        npc_memory.FrameCollector(young=0)
+    assert npc_memory.FrameCollector().between_frames() is False, "not started: nothing runs"
+
+
+@pytest.mark.parametrize("mix", ["busy", "stress"])
+def test_the_plugin_makes_no_reference_cycles(tmp_path: Path, mix: str) -> None:
+    """A world under load, with extraction, gossip, decay, consolidation and snapshot
+    rounds to a TinyDB store on the writer thread, leaves no cyclic garbage: every object
+    it drops is freed by reference counting, so nothing a FrameCollector freezes leaks."""
+    config = Config(npcs=60, players=8, ticks=0, mix=mix, rooms=4)  # type: ignore[arg-type]
+    pack = npc_memory.load_pack("village")
+    load = Load(config, pack)
+    plugin = npc_memory.install(world="cycles", pack=pack, store=tmp_path / "world.db", seed=0,
+                                time_scale=TIME_SCALE)
+    populate(plugin, load)
+    esper.switch_world("cycles")
+
+    def play(ticks: int) -> None:
+        for _ in range(ticks):
+            for call in load.tick():
+                getattr(plugin, call.kind)(*call.args, **call.kwargs)
+            esper.process(DT)
+
+    [snapshots] = [p for p in plugin.processors if isinstance(p, SnapshotSystem)]
+    play(150)  # warm-up: first use of every code path builds caches
+    plugin.save()
+    rounds = snapshots.persistence.snapshots
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        play(250)  # snapshot rounds fall due every 60 game seconds (ticks)
+        assert snapshots.persistence.snapshots - rounds >= 2
+        found = gc.collect()
+        kinds = sorted({type(o).__qualname__ for o in gc.garbage})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert found == 0, f"reference cycles left as garbage: {found} objects of {kinds}"
+
+
+@pytest.mark.usefixtures("no_anthropic_environment")
+def test_llm_calls_leave_no_cycles_of_the_plugins_objects(api: FakeMessagesAPI) -> None:
+    """Extraction through the real anthropic SDK on a local fake API: the plugin's request,
+    call and future objects are freed as each call ends. (The SDK's HTTP stack leaves a few
+    small cycles of its own, a socket transport per closed connection:
+    :meth:`~npc_memory.FrameCollector.full` reclaims those.)"""
+    plugin = make_plugin(api)
+
+    def extract(conversations: int) -> None:
+        before = plugin.extraction.stats.applied
+        converse(plugin, conversations)
+        tick_until(plugin, lambda: plugin.extraction.stats.applied == before + conversations)
+
+    extract(2)
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        extract(5)
+        gc.collect()
+        ours = sorted({f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage
+                       if type(o).__module__.startswith(("npc_memory", "concurrent", "_asyncio"))
+                       or type(o).__qualname__ == "coroutine"})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert ours == []
