@@ -281,3 +281,44 @@ def test_a_checkpoint_finishes_the_one_in_progress_and_folds_what_came_after(tmp
     assert not list((tmp_path / "v.db" / "journal").glob("*.log"))
     assert {p.name for p in (tmp_path / "v.db" / "docs").glob("*.json")} == {file_name(k) for k in ("n0", "n1", "n2", "late")}
     store.close()
+
+
+def test_a_checkpoint_reads_each_record_as_it_folds_it_not_the_whole_journal(tmp_path: Path) -> None:
+    """Memory: a checkpoint in progress holds where each record is, not the journal's
+    bytes (a 10k-NPC world's checkpoint used to hold 64 MB of segments for its whole run)."""
+    import tracemalloc
+
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1)
+    for i in range(200):
+        store.write([encode_document(npc(f"n{i}", memories=300))])
+    journal = sum(p.stat().st_size for p in (tmp_path / "v.db" / "journal").glob("*.log"))
+    assert journal > 4_000_000
+    tracemalloc.start()
+    try:
+        while store.maintain(deadline=0.0):
+            pass
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < journal / 8, (peak, journal)
+    assert set(store.load().documents) == {f"n{i}" for i in range(200)}
+    assert not list((tmp_path / "v.db" / "journal").glob("*.log"))
+    store.close()
+
+
+def test_a_record_changed_on_disk_during_a_checkpoint_is_damage_and_the_journal_is_kept(tmp_path: Path) -> None:
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_on_close=False)
+    store.write([encode_document(npc("a", trust=0.1)), encode_document(npc("b", trust=0.2))])
+    fold = store._begin_fold(strict=True)
+    assert fold is not None
+    [entry] = fold.entries["b"]
+    path = Journal(tmp_path / "v.db" / "journal", create=False).path(entry.segment)
+    data = bytearray(path.read_bytes())
+    data[entry.offset + FRAME_SIZE + entry.length // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreCorruptError, match=r"\.log@\d+ is damaged: journal record changed since it was first read"):
+        store._fold_step(fold, deadline=float("inf"))
+    docs = tmp_path / "v.db" / "docs"
+    assert (docs / file_name("a")).exists() and not (docs / file_name("b")).exists()
+    assert list((tmp_path / "v.db" / "journal").glob("*.log")), "the journal keeps what could not be folded"
+    store.close()

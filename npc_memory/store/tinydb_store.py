@@ -72,7 +72,7 @@ from npc_memory.store.files import (
     remove_durably,
     write_atomic,
 )
-from npc_memory.store.journal import Journal, frames
+from npc_memory.store.journal import Journal
 from npc_memory.store.migrations import MigrationContext, migrate_document
 from npc_memory.store.records import (
     Delete,
@@ -174,13 +174,17 @@ def file_name(key: str) -> str:
     return f"{slug}-{digest}.json"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
-    """One journal record of a key in the segments being folded."""
+    """One journal record of a key in the segments being folded: where it is, not its
+    bytes (read again as it is folded), so a checkpoint holds a few dozen bytes per
+    record rather than the whole journal."""
 
     lsn: int
     kind: str  # "put", "patch" or "delete"
-    payload: memoryview
+    segment: int
+    offset: int  # of the record's frame in its segment
+    length: int  # of its payload
 
 
 @dataclass
@@ -188,11 +192,10 @@ class _Scan:
     """The start of a checkpoint: reading the sealed segments' records (in slices)."""
 
     segments: list[int]
-    data: list[bytes]  # keeps the segments' bytes alive for the payload views
-    records: Iterator[tuple[int, Any, memoryview]]
+    records: Iterator[tuple[int, int, Any, memoryview]]
     strict: bool
     entries: dict[str, list[_Entry]] = field(default_factory=dict)
-    meta: tuple[int, memoryview] | None = None
+    meta: tuple[int, bytes] | None = None
     top: int = 0
 
 
@@ -201,7 +204,6 @@ class _Fold:
     """A checkpoint in progress: sealed segments folded into the document files."""
 
     segments: list[int]
-    data: list[bytes]  # keeps the segments' bytes alive for the payload views
     entries: dict[str, list[_Entry]]
     keys: list[str]
     meta: MetaRecord | None
@@ -379,7 +381,7 @@ class TinyDBStore:
         with self._naming():
             meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
             latest: memoryview | None = None
-            for _, head, payload in self._journal_records():
+            for _, _, head, payload in self._journal_records():
                 if isinstance(head, MetaHead) and head.lsn > meta_lsn:
                     latest, meta_lsn = payload, head.lsn
         if latest is not None:
@@ -456,7 +458,7 @@ class TinyDBStore:
         for number in self._journal.segments():
             path = self._journal.path(number)
             try:
-                for _ in frames(self._journal.read(number), str(path)):
+                for _ in self._journal.records(number):
                     pass
             except StoreCorruptError as exc:
                 problems.append(f"{path}: {exc.problem}")
@@ -547,7 +549,7 @@ class TinyDBStore:
             self._lock = None
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / DOCS_DIR).mkdir(exist_ok=True)
-        self._journal.seal()
+        self._journal.close()  # segment numbers start again: no reader may outlive its file
         self._journal.directory.mkdir(exist_ok=True)
         self._fold = self._scan = None
         self._segment_keys.clear()
@@ -723,24 +725,23 @@ class TinyDBStore:
         if not sealed:
             return None
         self._unfolded = journal.size  # what is appended from now on counts towards the next one
-        data: list[bytes] = []
-        records = self._journal_records(sealed, keep=data, skip_damage=not strict)
-        return _Scan(sealed, data, records, strict)
+        records = self._journal_records(sealed, skip_damage=not strict)
+        return _Scan(sealed, records, strict)
 
     def _scan_step(self, scan: _Scan, deadline: float, pause: Callable[[], None] | None = None) -> bool:
         """Read the scan's records until ``deadline`` (looking at the clock and calling
         ``pause`` every ``PAUSE_EVERY_RECORDS``); whether all are read."""
         entries = scan.entries
-        for count, (_, head, payload) in enumerate(scan.records, 1):
+        for count, (segment, offset, head, payload) in enumerate(scan.records, 1):
             scan.top = max(scan.top, head.lsn)
             if isinstance(head, MetaHead):
                 if scan.meta is None or head.lsn > scan.meta[0]:
-                    scan.meta = (head.lsn, payload)
+                    scan.meta = (head.lsn, bytes(payload))
             elif not isinstance(head, SegmentHead):
                 kind = "patch" if isinstance(head, PatchHead) else "put"
                 if isinstance(head, DeleteHead):
                     kind = "delete"
-                entries.setdefault(head.key, []).append(_Entry(head.lsn, kind, payload))
+                entries.setdefault(head.key, []).append(_Entry(head.lsn, kind, segment, offset, len(payload)))
             if count % PAUSE_EVERY_RECORDS == 0:
                 if pause is not None:
                     pause()
@@ -756,7 +757,7 @@ class TinyDBStore:
             assert isinstance(record, MetaRecord)
             meta_record = record
         entries = scan.entries
-        return _Fold(scan.segments, scan.data, entries, list(entries), meta_record, scan.top, scan.strict)
+        return _Fold(scan.segments, entries, list(entries), meta_record, scan.top, scan.strict)
 
     def _fold_step(self, fold: _Fold, deadline: float, pause: Callable[[], None] | None = None) -> bool:
         while fold.position < len(fold.keys):
@@ -807,14 +808,14 @@ class TinyDBStore:
         if last_whole < 0:
             document, lsn, patches = self._read_document(path), shard_lsn, entries
         else:
-            put = record_decoder.decode(entries[last_whole].payload)
+            put = record_decoder.decode(self._payload(entries[last_whole]))
             assert isinstance(put, Put)
             patches = entries[last_whole + 1 :]
             if not patches:
                 return put.kind, put.data, put.lsn
             document, lsn = document_decoder.decode(put.data), put.lsn
         for entry in patches:
-            patch = record_decoder.decode(entry.payload)
+            patch = record_decoder.decode(self._payload(entry))
             assert isinstance(patch, NpcPatch)
             problem = _misfit(document, patch, lsn)
             if problem is None:
@@ -845,7 +846,9 @@ class TinyDBStore:
         self._journal.remove(fold.segments)
         for number in fold.segments:
             self._segment_keys.pop(number, None)
-        fold.data.clear()
+
+    def _payload(self, entry: _Entry) -> bytes:
+        return self._journal.read_record(entry.segment, entry.offset, entry.length)
 
     def _write_shard(self, path: Path, kind: str, data: bytes, lsn: int) -> None:
         table = _TABLES[kind].encode()
@@ -876,20 +879,18 @@ class TinyDBStore:
         self,
         numbers: Sequence[int] | None = None,
         *,
-        keep: list[bytes] | None = None,
         skip_damage: bool = False,
-    ) -> Iterator[tuple[int, Any, memoryview]]:
-        """``(segment, head, payload)`` of every record of the segments, in order."""
+    ) -> Iterator[tuple[int, int, Any, memoryview]]:
+        """``(segment, offset, head, payload)`` of every record of the segments, in
+        order (``offset``: of the record's frame in its segment)."""
         for number in self._journal.segments() if numbers is None else numbers:
             path = self._journal.path(number)
             try:
-                data = self._journal.read(number)
+                records = self._journal.records(number, skip_damage=skip_damage)
             except FileNotFoundError:
                 continue
-            if keep is not None:
-                keep.append(data)
             first = True
-            for offset, payload in frames(data, str(path), skip_damage=skip_damage):
+            for offset, payload in records:
                 try:
                     head = head_decoder.decode(payload)
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -900,7 +901,7 @@ class TinyDBStore:
                     self._check_segment_version(path, head.schema_version)
                     first = False
                     continue
-                yield number, head, payload
+                yield number, offset, head, payload
 
     def _check_segment_version(self, path: Path, version: int) -> None:
         if version > SCHEMA_VERSION:
@@ -918,7 +919,7 @@ class TinyDBStore:
         self, documents: dict[str, Document], lsns: dict[str, int], meta: StoreMeta | None, meta_lsn: int
     ) -> tuple[StoreMeta | None, int]:
         top = meta_lsn
-        for number, head, payload in self._journal_records():
+        for number, _, head, payload in self._journal_records():
             lsn, key = head.lsn, head.key
             top = max(top, lsn)
             if key:
@@ -953,7 +954,7 @@ class TinyDBStore:
 
     def _scan_lsn(self) -> int:
         top = self._read_meta_and_lsn(self.path / META_FILE)[1]
-        for _, head, _ in self._journal_records():
+        for _, _, head, _ in self._journal_records():
             top = max(top, head.lsn)
         return top
 
