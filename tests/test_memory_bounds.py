@@ -114,3 +114,32 @@ def test_players_stay_under_the_hard_bound_however_many_come_between_ticks() -> 
     assert most == 25  # 20 + 20 // 4: the next player brings it back to 90 % of 20
     held = handle.bank.players.keys() | handle.relationships.by_player.keys()
     assert "p199" in held and "p0" not in held  # the newest stay, the longest ago went
+
+
+def test_an_npc_forgets_its_count_of_conversations_with_a_player_it_lets_go() -> None:
+    """The count that numbers a pair's conversation ids goes with the player, so it does
+    not grow with every player an NPC ever met; numbering starts again past any id the
+    NPC still holds, so a returning player's conversation is extracted, not taken for
+    one already extracted."""
+    plugin = npc_memory.install(world="m", pack=bounded(players_per_npc=4), time_scale=60.0, deterministic=True)
+    plugin.add_npc(key="hilda", archetype="blacksmith")
+    handle = plugin.npc("hilda")
+
+    def talk(player: str) -> str:
+        plugin.say("hilda", player, player.title(), "I rescued your brother from the bandits at the mill.")
+        plugin.say("hilda", player, "Hilda", "You saved him? Thank you, I owe you.")
+        ended = plugin.end_conversation("hilda", player)
+        assert ended is not None
+        tick("m", 2)
+        return ended.conversation
+
+    for i in range(12):
+        plugin.add_player(key=f"p{i}")
+        plugin.clock.advance(60.0)
+        talk(f"p{i}")
+        assert len(handle.working.conversations) <= 5  # 4 + 4 // 4: held to the cap as it meets the next
+    assert "p0" not in handle.working.conversations and "hilda/p0/1" in handle.working.extracted
+    before = plugin.memories("hilda", "p0")
+    again = talk("p0")
+    assert again == "hilda/p0/2"  # hilda/p0/1 is still among the extracted ids
+    assert len(plugin.memories("hilda", "p0")) > len(before)  # extracted, not dropped as a repeat

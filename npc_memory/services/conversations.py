@@ -14,7 +14,7 @@ from typing import Literal
 import msgspec
 
 from npc_memory.clock import SECONDS_PER_DAY
-from npc_memory.components import ConversationSummary, NpcHandle, PlayerHandle, Scope, Turn
+from npc_memory.components import ConversationSummary, NpcHandle, PlayerHandle, Scope, Turn, WorkingMemory
 from npc_memory.components.relationship import Dimension, Relationship
 from npc_memory.errors import InvalidArgumentError, MemoryCapacityError, PrivacyError
 from npc_memory.events import ExtractionDropped, MemoriesExtracted
@@ -137,7 +137,8 @@ class ConversationService:
         every = tuple(turns)
         quoted = [turn for turn in every if is_marked(turn.text)]
         turns = [turn for turn in every if not is_marked(turn.text)]  # flagged lines are never extracted
-        number = working.conversations.get(player_key, 0) + 1
+        number = working.conversations.get(player_key)
+        number = (self._last_number(npc_key, player_key, working) if number is None else number) + 1
         archetype = self.state.pack.archetypes.get(npc.traits.archetype or "")
         job = ExtractionJob(
             conversation=f"{npc_key}/{player_key}/{number}",
@@ -417,6 +418,16 @@ class ConversationService:
             if ready and ready[0] is applying.result:
                 ready.popleft()  # stopped midway: what it stored goes with the key
             self.applying = None
+
+    def _last_number(self, npc: str, player: str, working: WorkingMemory) -> int:
+        """The highest number of a conversation of the pair still in use where the NPC
+        keeps no count for the player (a first meeting, or a player it let go): in the
+        ids it keeps as extracted and in extraction work not yet applied. Numbering goes
+        on from there, so an id is never given twice while either still holds it."""
+        prefix = f"{npc}/{player}/"
+        ids = [c for c in working.extracted if c.startswith(prefix)]
+        ids += [job.conversation for job in self.pipeline.pending() if (job.npc, job.player) == (npc, player)]
+        return max((int(c.rsplit("/", 1)[1]) for c in ids), default=0)
 
     def pending(self) -> list[ExtractionJob]:
         """The pipeline's jobs not yet applied, but those about a forgotten NPC or player

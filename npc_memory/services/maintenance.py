@@ -147,8 +147,9 @@ class MaintenanceService:
         return bool(gone)
 
     def forget_player_of(self, npc: NpcHandle, player: str) -> None:
-        """``npc`` lets go of ``player``: the relationship, unlocked memories and the
-        conversation summaries (an open conversation stays until it ends)."""
+        """``npc`` lets go of ``player``: the relationship, unlocked memories, the
+        conversation summaries and the count of conversations (an open conversation
+        stays until it ends, and its count with it)."""
         self.relationships.forget(npc, player)
         pair = npc.bank.players.get(player)
         if pair is not None:
@@ -159,6 +160,8 @@ class MaintenanceService:
                 del npc.bank.players[player]
         npc.bank.milestones.pop(player, None)
         npc.working.recent.pop(player, None)
+        if player not in npc.working.open:
+            npc.working.conversations.pop(player, None)
         self.state.mark(npc.identity.key)
 
     def consolidate_pair(self, npc: str, player: str | None) -> None:
