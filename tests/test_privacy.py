@@ -509,3 +509,25 @@ def test_compaction_never_words_a_summary_around_a_tag_that_names_a_player() -> 
     plugin.remember(hilda, "walker", "Sold fish", tags=["trade"])
     assert plugin.end_game().counts["compacted"] == 1
     assert [m.tags for m in plugin.memories(hilda)] == [("trade",)]
+
+
+def test_what_forgetting_keeps_to_drop_late_results_goes_once_no_older_job_waits() -> None:
+    """Each forgotten key is kept with when it was forgotten, to drop results of jobs
+    that ended before; once no such job waits it goes, so a long game with players
+    forgotten now and then does not keep every one."""
+    plugin = npc_memory.install(world="f", deterministic=True)
+    plugin.add_npc(key="hilda", archetype="blacksmith")
+    plugin.add_player(key="keep")
+    plugin.say("hilda", "keep", "Keep", "I rescued your brother from the bandits at the mill.")
+    plugin.end_conversation("hilda", "keep")  # queued: extracted at the next tick
+    for i in range(3):
+        plugin.add_player(key=f"gone{i}")
+        plugin.forget_player(f"gone{i}")
+    assert set(plugin._conversations.forgotten) == {"gone0", "gone1", "gone2"}  # a job ended before them
+    run("f", 2)
+    assert not plugin._conversations.pending()
+    for i in range(3, 50):
+        plugin.add_player(key=f"gone{i}")
+        plugin.forget_player(f"gone{i}")
+    assert set(plugin._conversations.forgotten) == {"gone49"}
+    assert len(plugin.memories("hilda", "keep")) > 0

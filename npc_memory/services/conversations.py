@@ -5,6 +5,7 @@ extraction jobs, and applying extraction results exactly once."""
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import time
 from collections import deque
@@ -99,7 +100,8 @@ class ConversationService:
         self.talk_day = -1
         self.forgotten: dict[str, float] = {}
         """Keys forgotten while this plugin runs, with when (game seconds): results of
-        conversations that ended by then are dropped."""
+        conversations that ended by then are dropped. Kept while a job that ended
+        before it waits."""
         self.unmentionable: re.Pattern[str] | None = None
         """Keys and names of players forgotten while this plugin runs: extracted
         memories that mention one are not stored, waiting jobs that do are dropped."""
@@ -412,6 +414,9 @@ class ConversationService:
         they arrive."""
         self.talk = {pair: talk for pair, talk in self.talk.items() if key not in pair}
         self.pipeline.forget_jobs_of(key)
+        # An entry matters only while a job that ended before it waits: older ones go.
+        oldest = min((job.ended_at for job in self.pipeline.pending()), default=math.inf)
+        self.forgotten = {k: when for k, when in self.forgotten.items() if when >= oldest}
         self.forgotten[key] = self.state.clock.now
         applying, ready = self.applying, self.pipeline.ready
         if applying is not None and key in (applying.result.job.npc, applying.result.job.player):
