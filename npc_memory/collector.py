@@ -18,14 +18,19 @@ import gc
 import time
 from types import TracebackType
 
+SLACK_SHARE = 0.5
+"""Share of a frame's slack a collection may take (the rest is the store writer's and
+the game's)."""
+
 
 class FrameCollector:
     """Runs the garbage collector between frames.
 
     ``young`` is the number of container objects allocated (net) that makes a collection
-    due (CPython's own first threshold is 700); a due collection waits for a frame with
-    enough slack, unless ``backlog`` times ``young`` objects have piled up, when it runs
-    regardless. Pauses are in seconds of wall time.
+    due (CPython's own first threshold is 700). A due collection runs in a frame whose
+    slack holds twice the pause expected (the latest collection's cost per object times
+    the objects pending), or regardless once ``backlog`` times ``young`` objects have
+    piled up. Pauses are in seconds of wall time.
 
     Usage::
 
@@ -36,6 +41,7 @@ class FrameCollector:
     """
 
     __slots__ = (
+        "_per_object",
         "_was_enabled",
         "backlog",
         "collections",
@@ -46,7 +52,7 @@ class FrameCollector:
         "young",
     )
 
-    def __init__(self, *, young: int = 700, backlog: int = 20) -> None:
+    def __init__(self, *, young: int = 700, backlog: int = 50) -> None:
         if young < 1 or backlog < 1:
             raise ValueError(f"young and backlog must be positive, got young={young}, backlog={backlog}")
         self.young = young
@@ -61,6 +67,7 @@ class FrameCollector:
         """Seconds the longest young collection took."""
         self.running = False
         self._was_enabled = True
+        self._per_object = 0.0  # seconds per pending object, as the latest collection took
 
     def start(self) -> FrameCollector:
         """Collect everything, freeze the survivors and turn automatic collection off.
@@ -96,12 +103,13 @@ class FrameCollector:
         if pending < self.young:
             return False
         forced = pending >= self.young * self.backlog
-        if slack is not None and slack < 2 * self.last_pause and not forced:
+        if slack is not None and not forced and self._per_object * pending > SLACK_SHARE * slack:
             return False
         start = time.perf_counter()
         gc.collect(0)
         gc.freeze()
         self.last_pause = time.perf_counter() - start
+        self._per_object = self.last_pause / pending
         self.max_pause = max(self.max_pause, self.last_pause)
         self.collections += 1
         self.forced += forced

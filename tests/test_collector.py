@@ -85,14 +85,14 @@ def test_a_due_collection_waits_for_slack_unless_the_backlog_is_full() -> None:
     collector = npc_memory.FrameCollector(young=1000, backlog=3).start()
     kept = allocate(1000)
     assert collector.between_frames(None)  # an unpaced loop: any time will do
-    collector.last_pause = 0.004  # as if the last one took 4 ms
+    collector._per_object = 4e-6  # as if the last one took 4 µs an object
     kept += allocate(1000)
-    assert collector.between_frames(0.006) is False, "8 ms expected, 6 ms of slack"
+    assert collector.between_frames(0.006) is False, "~4 ms expected: more than half of 6 ms of slack"
     assert collector.between_frames(0.009) is True
-    collector.last_pause = 0.004
+    collector._per_object = 4e-6
     kept += allocate(3000)
     assert collector.between_frames(0.0) is True, "3 × young objects pending: it runs anyway"
-    assert collector.collections == 3 and collector.forced == 1
+    assert collector.collections == 3 and collector.forced == 1 and len(kept) == 5000
 
 
 def test_a_cycle_frozen_while_alive_waits_for_full() -> None:
