@@ -421,18 +421,19 @@ class Budgets(_Model):
     Each system has a count cap (``*_per_tick``) and a wall-clock budget in
     milliseconds (``*_tick_ms``): its work in a tick stops when either is reached (after
     at least one unit, so work always progresses) and resumes the next tick where it
-    stopped. The default time budgets sum to 1 ms. ``tick_ms`` bounds them together:
-    the systems spend it in turn (extraction, gossip, decay, consolidation), each
-    within its own budget and what is left of the tick's; a system that finds it spent
-    waits for the next tick (at most 4 in a row). It is 0.7 so that a tick's work outside
-    it (the clock, entity checks, events, a snapshot slice: ~0.1–0.2 ms) still ends
-    within 1 ms. ``snapshot_interval`` is in game
+    stopped. The default time budgets sum to 1 ms. ``tick_ms`` bounds them together,
+    counted from the start of the plugin's tick (ClockSystem), so the clock and the
+    entity checks are charged to it too: the systems spend what is left in turn
+    (extraction, gossip, decay, consolidation), each within its own budget; a system
+    that finds it spent waits for the next tick (at most 4 in a row). It is 0.8 so that
+    what runs after them (a snapshot slice and the events: ~0.05 ms) still ends within
+    1 ms. ``snapshot_interval`` is in game
     seconds. ``extraction_queue`` bounds the jobs waiting for extraction; when it is
     full, ``extraction_overflow`` either extracts the job with the rules at once
     ("rules") or drops it, counted and announced ("drop").
     """
 
-    tick_ms: Milliseconds = 0.7
+    tick_ms: Milliseconds = 0.8
     extraction_dispatch_per_tick: PositiveInt = 4
     extraction_apply_per_tick: PositiveInt = 8
     extraction_tick_ms: Milliseconds = 0.3

@@ -48,7 +48,7 @@ class TickBudget:
         """Seconds of the running tick's budget not yet charged."""
         self.charged_to: float | None = None
         """``time.perf_counter()`` up to which the running tick is charged (``None``:
-        no budgeted system has started yet)."""
+        no tick runs)."""
         self.ticks = 0
         """Ticks opened so far."""
         self.ran_out = False
@@ -66,10 +66,11 @@ class TickBudget:
         self.idle.set()
 
     def open(self) -> None:
-        """A tick starts (ClockSystem)."""
+        """A tick starts (ClockSystem): what runs from here on (entity checks too) is
+        charged to its budget."""
         self.idle.clear()
         self.left = self.total_ms / 1000.0
-        self.charged_to = None
+        self.charged_to = time.perf_counter()
         self.ticks += 1
         self.ran_out = False
         self.opened_cpu = time.thread_time()
