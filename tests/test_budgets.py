@@ -5,8 +5,10 @@ whichever comes first, always makes progress, and resumes where it stopped;
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import esper
+import pytest
 
 import npc_memory
 from npc_memory.content import load_pack, validate_pack
@@ -192,3 +194,46 @@ def test_a_first_unit_that_fits_a_system_s_own_budget_waits_for_a_tick_with_room
     budget.open()
     deadline = share.deadline()  # a whole tick left
     assert deadline is not None and share.starts("pair", time.perf_counter(), deadline, first=True)
+
+
+def test_room_set_aside_for_the_next_tick_comes_off_its_budget_once() -> None:
+    budget = TickBudget(0.8)
+    budget.reserve(0.0002)
+    budget.open()
+    assert budget.left == pytest.approx(0.0006)
+    budget.close()
+    budget.open()
+    assert budget.left == pytest.approx(0.0008)  # only the next tick
+    budget.close()
+    budget.reserve(0.5)
+    budget.open()
+    assert budget.left == 0.0  # never more than the whole budget
+
+
+def test_a_snapshot_round_ends_in_a_tick_with_room_set_aside_for_it(tmp_path: Path) -> None:
+    """The round's metadata is made on the tick: the tick after the writer is seen to
+    have captured the round, with its cost set aside in that tick's budget."""
+    data = load_pack("village").model_dump()
+    data["budgets"].update(snapshot_interval=10.0)
+    plugin = npc_memory.install(world="b", pack=validate_pack(data), store=tmp_path / "w.db")
+    plugin.add_npc(key="hilda")
+    tick("b", 10)  # the round begins: the writer captures it
+    plugin.flush()
+    budget = plugin._state.tick
+    assert budget.reserved == 0.0
+    tick("b", 1)  # seen captured: room set aside
+    assert budget.reserved > 0.0
+    reserved = budget.reserved
+    lefts: list[float] = []
+
+    class Probe(esper.Processor):
+        def process(self, *args: object, **kwargs: object) -> None:
+            lefts.append(budget.left - (time.perf_counter() - budget.charged_to))
+
+    with world_context("b"):
+        esper.add_processor(Probe(), priority=95)  # before the budgeted systems
+    tick("b", 1)
+    assert budget.reserved == 0.0 and lefts[0] < 0.0008 - reserved + 1e-9
+    plugin.flush()
+    tick("b", 1)
+    assert plugin.unsaved_seconds() == 0.0

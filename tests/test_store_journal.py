@@ -300,7 +300,7 @@ def test_a_checkpoint_reads_each_record_as_it_folds_it_not_the_whole_journal(tmp
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < journal / 8, (peak, journal)
+    assert peak < journal / 3, (peak, journal)  # all of it before (plus a 1 MB read buffer now)
     assert set(store.load().documents) == {f"n{i}" for i in range(200)}
     assert not list((tmp_path / "v.db" / "journal").glob("*.log"))
     store.close()

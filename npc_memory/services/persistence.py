@@ -75,6 +75,10 @@ log = logging.getLogger("npc_memory.snapshot")
 
 MAX_BACKLOG = 4096
 """Captured documents that may wait for the writer; capture pauses beyond (slow disk)."""
+END_COST = 0.0002
+"""Seconds a round's end (its metadata, handed to the writer) is first expected to take
+on the tick; measured from then on, weighted ``END_COST_WEIGHT`` per round."""
+END_COST_WEIGHT = 0.25
 
 
 def document_of(handle: Handle, now: float) -> Document:
@@ -186,6 +190,10 @@ class PersistenceService:
         self._failed_rounds: set[int] = set()
         """Rounds a batch of which failed (their released jobs stay saved as pending)."""
         self._capture_cost = 0.0
+        self._end_cost = END_COST
+        """Seconds a round's end takes on the tick (a running estimate)."""
+        self._end_reserved = False
+        """Whether the next tick's budget has room set aside for the round's end."""
         """Recent wall seconds per capture (an exponential average), to stop in budget."""
         self.failed_streak = 0
         """Store writes that failed since the last one that succeeded."""
@@ -376,7 +384,16 @@ class PersistenceService:
             if self.writer.captured_round >= self._round_number:
                 # The metadata follows the captures: its pending jobs then cover every
                 # conversation the captured documents show as ended and not yet applied.
-                self._submit_end([], now)
+                # It is made the tick after the captures are seen done, with room for
+                # it set aside in that tick's budget.
+                if not self._end_reserved:
+                    self._end_reserved = True
+                    state.tick.reserve(self._end_cost)
+                else:
+                    self._end_reserved = False
+                    began = time.perf_counter()
+                    self._submit_end([], now)
+                    self._end_cost += (time.perf_counter() - began - self._end_cost) * END_COST_WEIGHT
             # past half its interval a round is late: the writer takes a fair share of the GIL
             running = now - self._last_round_start
             self.writer.late = self._round_active and running > budgets.snapshot_interval / 2

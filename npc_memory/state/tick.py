@@ -60,6 +60,9 @@ class TickBudget:
         the process being descheduled does not count as work."""
         self.last_cpu_tick = 0
         """Which tick that was (see :attr:`ticks`)."""
+        self.reserved = 0.0
+        """Seconds set aside in the next tick's budget for work after the budgeted
+        systems (see :meth:`reserve`)."""
         self.idle = threading.Event()
         """Set while no tick runs: the store's writer thread works in the game's idle
         time and holds the interpreter at most one unit of work into a tick."""
@@ -69,7 +72,8 @@ class TickBudget:
         """A tick starts (ClockSystem): what runs from here on (entity checks too) is
         charged to its budget."""
         self.idle.clear()
-        self.left = self.total_ms / 1000.0
+        self.left = self.total_ms / 1000.0 - self.reserved
+        self.reserved = 0.0
         self.charged_to = time.perf_counter()
         self.ticks += 1
         self.ran_out = False
@@ -82,6 +86,11 @@ class TickBudget:
         self.left = math.inf
         self.charged_to = None
         self.idle.set()
+
+    def reserve(self, seconds: float) -> None:
+        """Set ``seconds`` aside in the next tick's budget for work that runs after the
+        budgeted systems (a snapshot round's end), so that tick still ends in time."""
+        self.reserved = min(self.reserved + seconds, self.total_ms / 1000.0)
 
     def wait_idle(self) -> None:
         """Block the calling (writer) thread until no tick runs, at most ``CLOSE_TIMEOUT``
