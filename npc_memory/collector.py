@@ -14,13 +14,63 @@ reference cycles as it runs.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import threading
 import time
+from collections.abc import Iterator
 from types import TracebackType
 
 SLACK_SHARE = 0.5
 """Share of a frame's slack a collection may take (the rest is the store writer's and
 the game's)."""
+
+
+class _Switch:
+    """The one owner of ``gc.enable()``/``gc.disable()`` in the process's use of this
+    package: blocks that pause automatic collection (on any thread) and running
+    :class:`FrameCollector` instances, so that neither turns it back on under the other."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pauses = 0  # blocks in paused()
+        self.collectors = 0  # FrameCollectors running
+        self.automatic = True  # what to give back once neither holds it: CPython's own state
+
+    def hold(self, *, collector: bool) -> None:
+        with self.lock:
+            if not (self.pauses or self.collectors):
+                self.automatic = gc.isenabled()
+                gc.disable()
+            if collector:
+                self.collectors += 1
+            else:
+                self.pauses += 1
+
+    def release(self, *, collector: bool) -> None:
+        with self.lock:
+            if collector:
+                self.collectors -= 1
+            else:
+                self.pauses -= 1
+            if not (self.pauses or self.collectors) and self.automatic:
+                gc.enable()
+
+
+_switch = _Switch()
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """No automatic collection during the block (a block that builds and drops many
+    objects, or copies state another thread changes). Safe from any thread and beside a
+    running :class:`FrameCollector`: automatic collection comes back after the block
+    only if it was on before and no collector runs."""
+    _switch.hold(collector=False)
+    try:
+        yield
+    finally:
+        _switch.release(collector=False)
 
 
 class FrameCollector:
@@ -38,16 +88,24 @@ class FrameCollector:
         collector.between_frames(slack)        # each frame, with the seconds left until the next
         collector.full()                       # at a loading screen: reclaim stray cycles
         collector.stop()                       # automatic collection again
+
+    Automatic collection stays off while any collector runs (several may: it comes back
+    when the last one stops, if it was on before the first started). The estimate can be
+    wrong, and a forced collection takes what the backlog holds: a larger ``backlog``
+    trades memory for rarer, longer pauses between frames. Cycles still alive when a
+    collection runs are frozen with the survivors; ``gc.get_freeze_count()`` tells how
+    many objects are frozen, and :meth:`full` reclaims the dead ones (a game without
+    loading screens runs it where a pause shows least).
     """
 
     __slots__ = (
         "_per_object",
-        "_was_enabled",
         "backlog",
         "collections",
         "forced",
         "last_pause",
         "max_pause",
+        "reenabled",
         "running",
         "young",
     )
@@ -66,7 +124,9 @@ class FrameCollector:
         self.max_pause = 0.0
         """Seconds the longest young collection took."""
         self.running = False
-        self._was_enabled = True
+        self.reenabled = 0
+        """Times :meth:`between_frames` found automatic collection turned on by code
+        outside this package (``gc.enable()``) and turned it off again."""
         self._per_object = 0.0  # seconds per pending object, as the latest collection took
 
     def start(self) -> FrameCollector:
@@ -74,20 +134,19 @@ class FrameCollector:
         Call it where a pause is invisible, after the world is loaded or built."""
         if self.running:
             return self
-        self._was_enabled = gc.isenabled()
-        gc.disable()
+        _switch.hold(collector=True)
         self.running = True
         self.full()
         return self
 
     def stop(self) -> None:
-        """Give collection back to CPython as it was before :meth:`start` (frozen objects
-        stay frozen; :func:`gc.unfreeze` hands them back too)."""
+        """Give collection back to CPython as it was before :meth:`start`, once no other
+        collector runs (frozen objects stay frozen; :func:`gc.unfreeze` hands them back
+        too)."""
         if not self.running:
             return
         self.running = False
-        if self._was_enabled:
-            gc.enable()
+        _switch.release(collector=True)
 
     def due(self) -> bool:
         """Whether enough objects were allocated since the last collection for another."""
@@ -99,6 +158,9 @@ class FrameCollector:
         what survived. Returns whether a collection ran."""
         if not self.running:
             return False
+        if gc.isenabled():  # someone called gc.enable(): automatic collection stays off
+            gc.disable()
+            self.reenabled += 1
         pending = gc.get_count()[0]
         if pending < self.young:
             return False

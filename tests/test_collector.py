@@ -4,6 +4,7 @@ reference cycles as it runs, so freezing what survives a frame loses nothing."""
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 import npc_memory
 from benchmarks.scale import DT, TIME_SCALE, Config, Load, populate
+from npc_memory.collector import collection_paused
 from npc_memory.systems.snapshot import SnapshotSystem
 
 from .fake_anthropic import FakeMessagesAPI
@@ -68,49 +70,89 @@ def test_stop_leaves_a_disabled_collector_disabled() -> None:
 
 
 def test_nothing_runs_until_a_collection_is_due() -> None:
-    collector = npc_memory.FrameCollector(young=5000).start()
-    dead = cycle()
-    assert not collector.due()
-    assert collector.between_frames(1.0) is False
-    assert dead() is not None and collector.collections == 0
-    kept = allocate(5000)
-    assert collector.due()
-    assert collector.between_frames(1.0) is True
-    assert dead() is None, "a cycle that died within the frame is reclaimed"
-    assert collector.collections == 1 and collector.forced == 0 and collector.last_pause > 0
-    assert not collector.due() and len(kept) == 5000
+    with npc_memory.FrameCollector(young=5000) as collector:
+        dead = cycle()
+        assert not collector.due()
+        assert collector.between_frames(1.0) is False
+        assert dead() is not None and collector.collections == 0
+        kept = allocate(5000)
+        assert collector.due()
+        assert collector.between_frames(1.0) is True
+        assert dead() is None, "a cycle that died within the frame is reclaimed"
+        assert collector.collections == 1 and collector.forced == 0 and collector.last_pause > 0
+        assert not collector.due() and len(kept) == 5000
 
 
 def test_a_due_collection_waits_for_slack_unless_the_backlog_is_full() -> None:
-    collector = npc_memory.FrameCollector(young=1000, backlog=3).start()
-    kept = allocate(1000)
-    assert collector.between_frames(None)  # an unpaced loop: any time will do
-    collector._per_object = 4e-6  # as if the last one took 4 µs an object
-    kept += allocate(1000)
-    assert collector.between_frames(0.006) is False, "~4 ms expected: more than half of 6 ms of slack"
-    assert collector.between_frames(0.009) is True
-    collector._per_object = 4e-6
-    kept += allocate(3000)
-    assert collector.between_frames(0.0) is True, "3 × young objects pending: it runs anyway"
-    assert collector.collections == 3 and collector.forced == 1 and len(kept) == 5000
+    with npc_memory.FrameCollector(young=1000, backlog=3) as collector:
+        kept = allocate(1000)
+        assert collector.between_frames(None)  # an unpaced loop: any time will do
+        collector._per_object = 4e-6  # as if the last one took 4 µs an object
+        kept += allocate(1000)
+        expected = 4e-6 * gc.get_count()[0]  # ~4 ms
+        assert collector.between_frames(1.9 * expected) is False, "more than half the slack"
+        assert collector.between_frames(2.1 * expected) is True
+        collector._per_object = 4e-6
+        kept += allocate(3000)
+        assert collector.between_frames(0.0) is True, "3 × young objects pending: it runs anyway"
+        assert collector.collections == 3 and collector.forced == 1 and len(kept) == 5000
 
 
 def test_a_cycle_frozen_while_alive_waits_for_full() -> None:
-    collector = npc_memory.FrameCollector(young=100).start()
-    first, second = Node(), Node()
-    first.other, second.other = second, first
-    alive = weakref.ref(first)
-    allocate(200)
-    held = allocate(200)
-    assert collector.between_frames(None) and len(held) == 200
-    del first, second
-    allocate(200)
-    held += allocate(200)
-    collector.between_frames(None)
-    assert alive() is not None, "frozen with the survivors of its frame"
-    pause = collector.full()
-    assert alive() is None and pause > 0
-    assert not gc.isenabled(), "still manual after a full collection"
+    with npc_memory.FrameCollector(young=100) as collector:
+        first, second = Node(), Node()
+        first.other, second.other = second, first
+        alive = weakref.ref(first)
+        allocate(200)
+        held = allocate(200)
+        assert collector.between_frames(None) and len(held) == 200
+        del first, second
+        allocate(200)
+        held += allocate(200)
+        collector.between_frames(None)
+        assert alive() is not None, "frozen with the survivors of its frame"
+        pause = collector.full()
+        assert alive() is None and pause > 0
+        assert not gc.isenabled(), "still manual after a full collection"
+
+
+def test_automatic_collection_comes_back_when_the_last_collector_stops() -> None:
+    gc.enable()
+    first = npc_memory.FrameCollector().start()
+    second = npc_memory.FrameCollector().start()
+    first.stop()
+    assert not gc.isenabled(), "the second still runs"
+    second.stop()
+    assert gc.isenabled()
+
+
+def test_a_paused_block_on_another_thread_never_turns_collection_back_on_under_a_collector() -> None:
+    """The store's writer thread pauses collection around its copies; a collector that
+    starts or stops meanwhile keeps collection as it should be."""
+    gc.enable()
+    inside, leave = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with collection_paused():
+            inside.set()
+            leave.wait(5)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    inside.wait(5)
+    collector = npc_memory.FrameCollector().start()  # starts while the block holds collection off
+    leave.set()
+    thread.join(5)
+    assert not gc.isenabled(), "the block ended: collection stays off while the collector runs"
+    collector.stop()
+    assert gc.isenabled(), "it was on before both"
+
+
+def test_a_collector_turns_collection_off_again_if_the_game_turned_it_on() -> None:
+    with npc_memory.FrameCollector(young=10**9) as collector:
+        gc.enable()
+        collector.between_frames(None)
+        assert not gc.isenabled() and collector.reenabled == 1
 
 
 def test_arguments_are_checked() -> None:

@@ -426,8 +426,9 @@ class Budgets(_Model):
     entity checks are charged to it too: the systems spend what is left in turn
     (extraction, gossip, decay, consolidation), each within its own budget; a system
     that finds it spent waits for the next tick (at most 4 in a row). It is 0.8 so that
-    what runs after them (a snapshot slice and the events: ~0.05 ms) still ends within
-    1 ms. ``snapshot_interval`` is in game
+    what runs after them (a snapshot slice and the events: ~0.05 ms where the store's
+    writer thread copies the documents, as on CPython with its GIL; where the tick copies
+    them, up to ``snapshot_tick_ms`` more) still ends within 1 ms. ``snapshot_interval`` is in game
     seconds. ``extraction_queue`` bounds the jobs waiting for extraction; when it is
     full, ``extraction_overflow`` either extracts the job with the rules at once
     ("rules") or drops it, counted and announced ("drop").

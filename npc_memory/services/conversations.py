@@ -427,8 +427,9 @@ class ConversationService:
     def _last_number(self, npc: str, player: str, working: WorkingMemory) -> int:
         """The highest number of a conversation of the pair still in use where the NPC
         keeps no count for the player (a first meeting, or a player it let go): in the
-        ids it keeps as extracted and in extraction work not yet applied. Numbering goes
-        on from there, so an id is never given twice while either still holds it."""
+        ids it keeps as extracted (its last 256) and in extraction work not yet applied.
+        Numbering goes on from there, so an id is never given twice while either still
+        holds it; an id older than those may come again for a player let go and met anew."""
         prefix = f"{npc}/{player}/"
         ids = [c for c in working.extracted if c.startswith(prefix)]
         ids += [job.conversation for job in self.pipeline.pending() if (job.npc, job.player) == (npc, player)]

@@ -390,7 +390,6 @@ class PersistenceService:
                     self._end_reserved = True
                     state.tick.reserve(self._end_cost)
                 else:
-                    self._end_reserved = False
                     began = time.perf_counter()
                     self._submit_end([], now)
                     self._end_cost += (time.perf_counter() - began - self._end_cost) * END_COST_WEIGHT
@@ -607,6 +606,7 @@ class PersistenceService:
             )
         )
         self._round_active = False
+        self._end_reserved = False  # (a save() may end the round first)
 
     def _settle(self) -> list[Exception]:
         """Take in what the writer finished: failed batches go back to dirty (dated as

@@ -3,9 +3,10 @@ flag that tells the store's writer thread when the tick is running.
 
 ClockSystem opens the tick and EventSystem, last, closes it. In between, each
 budgeted system asks its :class:`TickShare` for a deadline: the earlier of its own
-budget and what is left of the tick's. The tick's budget is charged from the first
-budgeted system on (the clock's own work, or the process being descheduled before it,
-costs it nothing). A system that finds the tick's budget spent does no work that
+budget and what is left of the tick's. The tick's budget is charged from ClockSystem's
+start, less any room set aside for work after the budgeted systems
+(:meth:`TickBudget.reserve`), so the clock and the entity checks count, and a tick that
+began late leaves less. A system that finds the tick's budget spent does no work that
 tick, unless it has gone ``starve_ticks`` ticks without a turn; then it does one unit
 of work, so a system late in the order never starves. A system starts a unit of work
 only when it would likely end before the deadline, by what units of its kind took
@@ -92,11 +93,13 @@ class TickBudget:
         budgeted systems (a snapshot round's end), so that tick still ends in time."""
         self.reserved = min(self.reserved + seconds, self.total_ms / 1000.0)
 
-    def wait_idle(self) -> None:
+    def wait_idle(self) -> bool:
         """Block the calling (writer) thread until no tick runs, at most ``CLOSE_TIMEOUT``
-        seconds. Waiting releases the interpreter to the game thread."""
-        if not self.idle.is_set():
-            self.idle.wait(CLOSE_TIMEOUT)
+        seconds; whether it waited. Waiting releases the interpreter to the game thread."""
+        if self.idle.is_set():
+            return False
+        self.idle.wait(CLOSE_TIMEOUT)
+        return True
 
     def share(self, own_ms: float) -> TickShare:
         """A system's share: at most ``own_ms`` milliseconds per tick."""

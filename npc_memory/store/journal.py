@@ -147,11 +147,13 @@ class Journal:
     @staticmethod
     def _records(handle: BinaryIO, source: str, skip_damage: bool) -> Iterator[tuple[int, memoryview]]:
         with handle:
+            size = os.fstat(handle.fileno()).st_size
             offset = 0
             while header := handle.read(FRAME_SIZE):
                 if len(header) == FRAME_SIZE:
                     magic, length, crc = _FRAME.unpack(header)
-                    if magic == MAGIC:
+                    # (a damaged length is not read: it would allocate up to 4 GB)
+                    if magic == MAGIC and offset + FRAME_SIZE + length <= size:
                         payload = handle.read(length)
                         if len(payload) == length and _crc(offset, payload) == crc:
                             yield offset, memoryview(payload)
@@ -262,6 +264,11 @@ class Journal:
     def close(self) -> None:
         """Seal the current segment and close the ones open for reading (idempotent)."""
         self.seal()
+        self.close_readers()
+
+    def close_readers(self) -> None:
+        """Close the segments open for :meth:`read_record` (a checkpoint dropped or
+        done: on Windows an open file cannot be deleted by another process)."""
         for number in list(self._readers):
             self._close_reader(number)
 

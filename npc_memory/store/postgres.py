@@ -63,6 +63,7 @@ from typing import Any, TypeVar, cast
 
 import msgspec
 
+from npc_memory.collector import collection_paused
 from npc_memory.errors import (
     StoreConflictError,
     StoreCorruptError,
@@ -81,7 +82,6 @@ from npc_memory.store.documents import (
 )
 from npc_memory.store.migrations import MigrationContext, migrate_document
 from npc_memory.store.records import document_decoder
-from npc_memory.store.tinydb_store import collector_paused
 
 try:
     import psycopg
@@ -262,7 +262,7 @@ class PostgresStore:
         def load(conn: psycopg.Connection[Any]) -> tuple[StoreContents, dict[str, int]]:
             documents: dict[str, Document] = {}
             versions: dict[str, int] = {}
-            with conn.cursor(name="npc_memory_load") as cursor, collector_paused():
+            with conn.cursor(name="npc_memory_load") as cursor, collection_paused():
                 cursor.itersize = FETCH_ROWS
                 cursor.execute(
                     "SELECT key, version, data::text FROM npc_memory_documents "

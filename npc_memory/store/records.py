@@ -27,7 +27,6 @@ to apply, and refuses one whose base is missing.
 
 from __future__ import annotations
 
-import gc
 import operator
 import sys
 from array import array
@@ -37,6 +36,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from npc_memory.collector import collection_paused
 from npc_memory.components import (
     ConversationSummary,
     EpisodicMemory,
@@ -290,14 +290,8 @@ def capture_atomically(
     changed since it are copied; the others are taken from ``base`` as they are."""
     if base is None:
         parts = Part.ALL
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
+    with collection_paused():
         copied = _copy(handle, parts)
-    finally:
-        if paused:
-            gc.enable()
     return _flat(copied, saved_at, base)
 
 

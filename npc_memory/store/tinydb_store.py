@@ -43,6 +43,7 @@ import filelock
 import msgspec
 from tinydb import Storage
 
+from npc_memory.collector import collection_paused
 from npc_memory.errors import (
     StoreCorruptError,
     StoreError,
@@ -301,7 +302,7 @@ class TinyDBStore:
             found.append((exc.path, exc.problem))
         documents: dict[str, Document] = {}
         lsns: dict[str, int] = {}
-        with collector_paused():  # decoding builds many container objects: skip the collector
+        with collection_paused():  # decoding builds many container objects: skip the collector
             for path in self._document_paths():
                 try:
                     document, lsn = self._read_document_and_lsn(path)
@@ -535,6 +536,7 @@ class TinyDBStore:
     def _disown(self, why: str) -> None:
         self._disowned = why
         self._fold = self._scan = None
+        self._journal.close_readers()
         log.error("%s", why)
 
     @property
@@ -695,6 +697,7 @@ class TinyDBStore:
         self._scan = None  # (read again below, with every segment)
         if self._fold is not None and self._fold.strict != strict:
             self._fold = None
+            self._journal.close_readers()
         problems: list[str] = []
         while True:  # a checkpoint in progress first, then what was appended since
             fold = self._fold or self._begin_fold(strict=strict, all_segments=True)
@@ -796,7 +799,7 @@ class TinyDBStore:
         if last_whole < 0 and not path.exists():
             self._fold_problem(fold, key, "changes a document whose file is missing")
             return
-        with collector_paused():  # a decoded document is many short-lived objects
+        with collection_paused():  # a decoded document is many short-lived objects
             folded = self._folded(fold, key, path, shard_lsn, entries, last_whole)
         self._write_shard(path, *folded)
 
@@ -840,6 +843,7 @@ class TinyDBStore:
         meta, meta_lsn = self._read_meta_and_lsn(self.path / META_FILE)
         if fold.meta is not None and fold.meta.lsn > meta_lsn:
             meta = fold.meta.meta
+        self._journal.close_readers()
         if fold.keep:  # the journal still holds what a damaged file could not take
             return
         self._write_meta_file(meta, max(meta_lsn, fold.top))
@@ -1117,20 +1121,6 @@ def _os_problem(exc: OSError) -> str:
 def is_store(path: Path) -> bool:
     """Whether ``path`` looks like an npc-memory store directory."""
     return any((path / name).exists() for name in (META_FILE, DOCS_DIR, JOURNAL_DIR, LOCK_FILE))
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the garbage collector for a block that builds and drops many objects
-    (unless someone else paused it already)."""
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _matches(pattern: re.Pattern[str], path: Path) -> bool:

@@ -57,6 +57,8 @@ YIELD_EVERY = 0.001
 it a thread that wants the GIL waits the interpreter's switch interval (5 ms). With
 the game thread always busy this thread then gets about a sixth of the interpreter."""
 WINDOW = 600
+BASES_PER_PAUSE = 16
+"""Captures let go of between two pauses once a group is on disk."""
 """Written groups whose latency :attr:`StoreWriter.latency` keeps."""
 LATE_YIELD_EVERY = 0.005
 """The same while :attr:`StoreWriter.late` (a round has run half its interval): the
@@ -102,7 +104,7 @@ class StoreWriter:
         store: Store,
         name: str = "npc-memory",
         capture: Capturer | None = None,
-        wait_idle: Callable[[], None] | None = None,
+        wait_idle: Callable[[], bool] | None = None,
     ) -> None:
         self.store = store
         self.capture = capture
@@ -183,7 +185,11 @@ class StoreWriter:
         upkeep = self.journaled
         while True:
             try:
-                batch = self._queue.get_nowait() if upkeep else self._queue.get()
+                if upkeep:
+                    batch = self._queue.get_nowait()
+                else:
+                    batch = self._queue.get()
+                    self._hand_back()
             except queue.Empty:
                 self._pause()
                 upkeep = self._maintain()
@@ -238,11 +244,15 @@ class StoreWriter:
             self._forget(batches)
             self._fail(batches, exc)
         else:
-            for key, base in updates.items():
+            # Replacing a base frees the capture it held (thousands of records a round):
+            # paused like the captures, so a tick never waits for a whole round's worth.
+            for count, (key, base) in enumerate(updates.items(), 1):
                 if base is None:
                     self._base.pop(key, None)
                 else:
                     self._base[key] = base
+                if count % BASES_PER_PAUSE == 0:
+                    self._pause()
             self.durable_round = max([self.durable_round, *(b.round for b in batches if b.meta is not None)])
         finally:
             self.latency.add(time.perf_counter() - started)
@@ -357,12 +367,22 @@ class StoreWriter:
                     yield captured
 
     def _pause(self) -> None:
-        if self.wait_idle is not None:
-            self.wait_idle()
+        if self.wait_idle is not None and self.wait_idle():
+            self._hand_back()
+            return
         now = time.perf_counter()
         if now - self._yielded >= (LATE_YIELD_EVERY if self.late else YIELD_EVERY):
             time.sleep(0)  # releases the GIL: a waiting thread takes it
             self._yielded = time.perf_counter()
+
+    def _hand_back(self) -> None:
+        """Give the GIL straight back after a wait. This thread comes out of a wait
+        holding the wait's lock until it has the GIL again; a game thread that needs
+        that lock meanwhile (to mark a tick running, to hand over a batch) gives up the
+        GIL to this thread and, without this, waits for it to reach its next pause or
+        the interpreter's switch interval (5 ms): a tick that took 5 ms."""
+        time.sleep(0)
+        self._yielded = time.perf_counter()
 
     def _write_whole(self, batches: list[WriteBatch]) -> None:
         for batch in batches:
