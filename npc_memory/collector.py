@@ -33,7 +33,7 @@ class _Switch:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.pauses = 0  # blocks in paused()
+        self.pauses = 0  # blocks in collection_paused()
         self.collectors = 0  # FrameCollectors running
         self.automatic = True  # what to give back once neither holds it: CPython's own state
 
