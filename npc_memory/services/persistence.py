@@ -190,11 +190,11 @@ class PersistenceService:
         self._failed_rounds: set[int] = set()
         """Rounds a batch of which failed (their released jobs stay saved as pending)."""
         self._capture_cost = 0.0
+        """Recent wall seconds per capture (an exponential average), to stop in budget."""
         self._end_cost = END_COST
         """Seconds a round's end takes on the tick (a running estimate)."""
         self._end_reserved = False
         """Whether the next tick's budget has room set aside for the round's end."""
-        """Recent wall seconds per capture (an exponential average), to stop in budget."""
         self.failed_streak = 0
         """Store writes that failed since the last one that succeeded."""
         self.failures = 0

@@ -57,9 +57,9 @@ YIELD_EVERY = 0.001
 it a thread that wants the GIL waits the interpreter's switch interval (5 ms). With
 the game thread always busy this thread then gets about a sixth of the interpreter."""
 WINDOW = 600
+"""Written groups whose latency :attr:`StoreWriter.latency` keeps."""
 BASES_PER_PAUSE = 16
 """Captures let go of between two pauses once a group is on disk."""
-"""Written groups whose latency :attr:`StoreWriter.latency` keeps."""
 LATE_YIELD_EVERY = 0.005
 """The same while :attr:`StoreWriter.late` (a round has run half its interval): the
 interpreter's own switch interval, so a busy game thread and this one share it."""
