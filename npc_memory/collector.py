@@ -14,11 +14,9 @@ reference cycles as it runs.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import threading
 import time
-from collections.abc import Iterator
 from types import TracebackType
 
 SLACK_SHARE = 0.5
@@ -60,17 +58,27 @@ class _Switch:
 _switch = _Switch()
 
 
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    """No automatic collection during the block (a block that builds and drops many
-    objects, or copies state another thread changes). Safe from any thread and beside a
-    running :class:`FrameCollector`: automatic collection comes back after the block
-    only if it was on before and no collector runs."""
-    _switch.hold(collector=False)
-    try:
-        yield
-    finally:
+class _Paused:
+    """The context manager :func:`collection_paused` returns (one for all: the count is
+    in the switch; a class, not a generator, as the store's writer enters it for every
+    document it copies)."""
+
+    def __enter__(self) -> None:
+        _switch.hold(collector=False)
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
         _switch.release(collector=False)
+
+
+_PAUSED = _Paused()
+
+
+def collection_paused() -> _Paused:
+    """No automatic collection during the ``with`` block (a block that builds and drops
+    many objects, or copies state another thread changes). Safe from any thread and
+    beside a running :class:`FrameCollector`: automatic collection comes back after the
+    block only if it was on before and no collector runs."""
+    return _PAUSED
 
 
 class FrameCollector:
