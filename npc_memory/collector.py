@@ -15,9 +15,12 @@ reference cycles as it runs.
 from __future__ import annotations
 
 import gc
+import math
 import threading
 import time
 from types import TracebackType
+
+from npc_memory.errors import InvalidArgumentError
 
 SLACK_SHARE = 0.5
 """Share of a frame's slack a collection may take (the rest is the store writer's and
@@ -119,8 +122,9 @@ class FrameCollector:
     )
 
     def __init__(self, *, young: int = 700, backlog: int = 50) -> None:
-        if young < 1 or backlog < 1:
-            raise ValueError(f"young and backlog must be positive, got young={young}, backlog={backlog}")
+        for name, value in (("young", young), ("backlog", backlog)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(f"FrameCollector: {name} must be a positive int, got {value!r}")
         self.young = young
         self.backlog = backlog
         self.collections = 0
@@ -164,6 +168,10 @@ class FrameCollector:
         """Run a young collection if one is due and fits in ``slack`` (seconds until the next
         frame must start; ``None``: the loop is not paced, any time will do), then freeze
         what survived. Returns whether a collection ran."""
+        if slack is not None and (
+            isinstance(slack, bool) or not isinstance(slack, (int, float)) or math.isnan(slack)
+        ):
+            raise InvalidArgumentError(f"between_frames: slack must be seconds or None, got {slack!r}")
         if not self.running:
             return False
         if gc.isenabled():  # someone called gc.enable(): automatic collection stays off

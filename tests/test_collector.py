@@ -156,8 +156,12 @@ def test_a_collector_turns_collection_off_again_if_the_game_turned_it_on() -> No
 
 
 def test_arguments_are_checked() -> None:
-    with pytest.raises(ValueError, match="young and backlog must be positive"):
+    with pytest.raises(npc_memory.InvalidArgumentError, match="young must be a positive int, got 0"):
         npc_memory.FrameCollector(young=0)
+    with pytest.raises(npc_memory.InvalidArgumentError, match="backlog must be a positive int, got '50'"):
+        npc_memory.FrameCollector(backlog="50")  # type: ignore[arg-type]
+    with npc_memory.FrameCollector() as collector, pytest.raises(npc_memory.InvalidArgumentError, match="slack"):
+        collector.between_frames(float("nan"))
     assert npc_memory.FrameCollector().between_frames() is False, "not started: nothing runs"
 
 

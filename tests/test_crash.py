@@ -22,7 +22,7 @@ def torn_tail(db: Path) -> bool:
     """Whether a journal segment ends in part of a record (a kill during an append)."""
     journal = Journal(db / "journal")
     for number in journal.segments():
-        data = journal.read(number)
+        data = journal.path(number).read_bytes()
         end = max((offset + 12 + len(payload) for offset, payload in frames(data, "segment")), default=0)
         if end != len(data):
             return True

@@ -131,10 +131,6 @@ class Journal:
         """The file of segment ``number``."""
         return self.directory / segment_name(number)
 
-    def read(self, number: int) -> bytes:
-        """The bytes of segment ``number``."""
-        return self.path(number).read_bytes()
-
     def records(self, number: int, *, skip_damage: bool = False) -> Iterator[tuple[int, memoryview]]:
         """:func:`frames` of segment ``number``, read from the file a record at a time
         rather than whole (a checkpoint scans a 64 MB journal): only where a record does
