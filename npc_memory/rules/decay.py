@@ -126,7 +126,7 @@ def drifted(rel: Relationship, baseline: Relationship, half_life_days: float, no
     factor = 0.5 ** (elapsed / (half_life_days * SECONDS_PER_DAY))
     moved: dict[str, float] = {}
     for dim in DIMENSIONS:
-        value, base = rel.value(dim), baseline.value(dim)
+        value, base = getattr(rel, dim), getattr(baseline, dim)
         new = base + (value - base) * factor
         if new != value:
             moved[dim] = new
@@ -170,7 +170,7 @@ def next_drift_mark(
     at that time something may, not must, have changed."""
     soonest = math.inf
     for dim, levels in marks.levels:
-        value, base = rel.value(dim), baseline.value(dim)
+        value, base = getattr(rel, dim), getattr(baseline, dim)
         level = first_level(levels, value, base)
         if level is not None:
             soonest = min(soonest, time_to_reach(value, base, level, half_life_days))

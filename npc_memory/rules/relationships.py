@@ -240,14 +240,20 @@ def _rearmed(threshold: Threshold, rel: Relationship, rearm: float) -> bool:
 def _update_thresholds(
     rel: Relationship, thresholds: tuple[Threshold, ...], rearm: float
 ) -> tuple[tuple[str, ...], tuple[Threshold, ...]]:
-    """The names of the thresholds standing crossed for ``rel``, and those newly crossed."""
-    active = set(rel.active_thresholds)
+    """The names of the thresholds standing crossed for ``rel`` (in ``thresholds``
+    order), and those newly crossed: one that stood crossed stays so until rearmed
+    (see :func:`_rearmed`), one that did not is crossed once beyond (:func:`is_beyond`)."""
+    was_active = rel.active_thresholds
+    active: list[str] = []
     crossed: list[Threshold] = []
     for threshold in thresholds:
-        if threshold.name in active:
-            if _rearmed(threshold, rel, rearm):
-                active.discard(threshold.name)
-        elif is_beyond(threshold, rel):
-            active.add(threshold.name)
+        name, level = threshold.name, threshold.value
+        value = getattr(rel, threshold.dimension)
+        below = threshold.direction == "below"
+        if name in was_active:
+            if not (value >= level + rearm if below else value <= level - rearm):
+                active.append(name)
+        elif value < level if below else value > level:
+            active.append(name)
             crossed.append(threshold)
-    return tuple(t.name for t in thresholds if t.name in active), tuple(crossed)
+    return tuple(active), tuple(crossed)

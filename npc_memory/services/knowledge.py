@@ -5,6 +5,7 @@ NPC, the gossip board by room) that follow the components."""
 from __future__ import annotations
 
 from npc_memory.components import Fact, FactCategory, FactSource, Hop, NpcHandle, Scope
+from npc_memory.components.relationship import Dimension
 from npc_memory.events import FactLearned, SecretLearned
 from npc_memory.rules import knowledge as knowledge_rules
 from npc_memory.rules import privacy as privacy_rules
@@ -253,10 +254,15 @@ class KnowledgeService:
         content = kept
         witnesses = self.witnesses(room)
         now = self.state.clock.now
-        origin = f"seen:{room}:{now!r}:{content}"  # one string shared by every witness's fact
+        # Worked out once for every witness: each learns the same fact, so a witness
+        # that stores it believed stores exactly these tags, importance and confidence.
+        origin = f"seen:{room}:{now!r}:{content}"
         kind = category or self.category_of(subject)
+        scope = self.scope_of_subject(subject) if scope is None else scope
+        deltas = None if screened.flagged else self.hearsay_deltas(subject, tags, importance, confidence, 1.0)
+        live_npc = self.state.registry.live_npc
         for key in witnesses:
-            npc = self.state.registry.live_npc(key)
+            npc = live_npc(key)
             assert npc is not None
             fact = self.learn(
                 npc,
@@ -273,8 +279,8 @@ class KnowledgeService:
                 origin=origin,
                 scope=scope,
             )
-            if fact is not None and fact.believed and not screened.flagged:
-                self.hearsay(npc, fact, 1.0)
+            if deltas and subject is not None and fact is not None and fact.believed:
+                self.relationships.change(npc, subject, deltas)
         return witnesses
 
     def forget_expired(self, npc: NpcHandle) -> bool:
@@ -288,14 +294,22 @@ class KnowledgeService:
 
     def hearsay(self, npc: NpcHandle, fact: Fact, factor: float) -> None:
         """Reputation: a fact about a player moves the NPC's relationship with them."""
-        if fact.subject is None or self.category_of(fact.subject) != "player_trait":
-            return
-        rules = self.state.pack.relationships
-        scale = factor * fact.confidence
-        intensity = self.state.pack.knowledge.hearsay_intensity
-        deltas = rel_rules.memory_deltas(fact.tags, fact.importance, intensity, "neutral", rules, scale)
-        if deltas:
+        deltas = self.hearsay_deltas(fact.subject, fact.tags, fact.importance, fact.confidence, factor)
+        if deltas and fact.subject is not None:
             self.relationships.change(npc, fact.subject, deltas)
+
+    def hearsay_deltas(
+        self, subject: str | None, tags: tuple[str, ...], importance: float, confidence: float, factor: float
+    ) -> dict[Dimension, float] | None:
+        """What learning a fact (``tags``, ``importance``, ``confidence``) about ``subject``
+        does to the learner's relationship with them, ``factor`` times: the pack's tag
+        rules as for a memory of ``hearsay_intensity``. ``None`` unless the subject is a
+        player (a fact about an NPC or the world moves no relationship)."""
+        if subject is None or self.category_of(subject) != "player_trait":
+            return None
+        rules = self.state.pack.relationships
+        intensity = self.state.pack.knowledge.hearsay_intensity
+        return rel_rules.memory_deltas(tags, importance, intensity, "neutral", rules, factor * confidence)
 
     # ------------------------------------------------------------------ gossip
 

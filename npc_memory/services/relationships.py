@@ -230,7 +230,7 @@ class RelationshipService:
             or new.active_thresholds != rel.active_thresholds
             or (standing and abs(new.disposition - rel.disposition) >= STANDING_TOLERANCE)
         ):
-            self._store(npc, player, faction, entity, rel, new, change)
+            self._store(npc, player, entity, rel, new, change, baseline)
             return True
         self._schedule(npc, player, moved, baseline, rel.disposition if standing else None)
         return False
@@ -260,44 +260,44 @@ class RelationshipService:
         faction, entity = self.player_faction(player)
         old = npc.relationships.by_player.get(player)
         now = self.state.clock.now
+        baseline = self.initial(npc.faction.faction, faction)
         if old is None:
-            start = self.initial(npc.faction.faction, faction)
+            start = baseline
             self.new_player(npc, player)
         else:  # the drift since the last write first, then the change
-            baseline = self.initial(npc.faction.faction, faction)
             start = decay_rules.drifted(old, baseline, self._half_life, now)
         changes["drifted_at"] = now
         new, change = rel_rules.apply_deltas(start, deltas, self.state.pack.relationships, **changes)
-        self._store(npc, player, faction, entity, old, new, change)
+        self._store(npc, player, entity, old, new, change, baseline)
         return new
 
     def _store(
         self,
         npc: NpcHandle,
         player: str,
-        faction: str | None,
         entity: int | None,
         old: Relationship | None,
         new: Relationship,
         change: rel_rules.RelationshipChange,
+        baseline: Relationship,
     ) -> None:
+        """Write ``new`` (``baseline``: the pair's :meth:`initial`) with everything that
+        follows it: the dirty mark, the next drift due, events, faction standing."""
         npc.relationships.by_player[player] = new
         self.state.mark(npc.identity.key, Part.RELATIONSHIPS)
         standing = npc.faction.faction is not None
-        baseline = self.initial(npc.faction.faction, faction)
         self._schedule(npc, player, new, baseline, new.disposition if standing else None)
         self._announce(npc, player, entity, new, change)
         self._standing_changed(
-            npc, player, faction, None if old is None else old.disposition, new.disposition
+            npc, player, None if old is None else old.disposition, new.disposition, baseline.disposition
         )
 
     def _standing_changed(
-        self, npc: NpcHandle, player: str, player_faction: str | None, old: float | None, new: float
+        self, npc: NpcHandle, player: str, old: float | None, new: float, initial: float
     ) -> None:
         faction = npc.faction.faction
         if faction is None or not npc.live:
             return
-        initial = self.initial(faction, player_faction).disposition
         shift = self.standing.update(faction, player, old, new, initial)
         if shift is not None:
             old_band, new_band, average = shift
@@ -321,6 +321,8 @@ class RelationshipService:
         change: rel_rules.RelationshipChange,
     ) -> None:
         assert npc.entity is not None
+        if not change.crossed and change.old_stage == change.new_stage:
+            return
         common: dict[str, Any] = {
             "game_time": self.state.clock.now,
             "npc": npc.identity.key,
