@@ -7,10 +7,11 @@ GIL). Encoding, patches, file writes and fsyncs happen here, so a slow disk or a
 large document never stalls a frame. This thread gives up the GIL at least every
 ``YIELD_EVERY`` seconds of work, so a game thread waking up never waits for it long.
 
-With a :class:`~npc_memory.store.base.JournalStore` every batch waiting in the queue
-is written as one group: each NPC captured before becomes a patch against the
-capture this thread wrote last for it, anything else a whole document; one journal
-append, one fsync. While no batch waits, the store gets slices of upkeep time
+With a :class:`~npc_memory.store.base.JournalStore` the batches waiting in the queue
+are written as one group, up to the first that completes a snapshot round (so a
+round's end never waits for the next round's documents): each NPC captured before
+becomes a patch against the capture this thread wrote last for it, anything else a
+whole document; one journal append, one fsync. While no batch waits, the store gets slices of upkeep time
 (checkpoints). Any other :class:`~npc_memory.store.base.Store` gets whole documents
 through ``write``.
 
@@ -195,7 +196,9 @@ class StoreWriter:
                 upkeep = self._maintain()
                 continue
             group = [batch]
-            while batch is not None:  # everything queued goes in one group: one fsync
+            # What is queued goes in one group (one fsync), up to the first batch that
+            # completes a round: that round is durable without waiting for the next.
+            while batch is not None and batch.meta is None:
                 try:
                     batch = self._queue.get_nowait()
                 except queue.Empty:
