@@ -114,7 +114,10 @@ class StoreWriter:
         """Blocks (releasing the GIL) while the game's tick runs, for a bounded time:
         this thread then works between ticks and holds the interpreter at most one unit
         of work into a tick."""
-        self.journaled = isinstance(store, JournalStore)
+        self.journal: JournalStore | None = store if isinstance(store, JournalStore) else None
+        """``store`` when it keeps a journal (checked once: a protocol check costs
+        microseconds, and upkeep asks between every slice)."""
+        self.journaled = self.journal is not None
         self._base: dict[str, Base] = {}
         """The capture last written for each NPC and its lsn (patches apply to it)."""
         self._queue: queue.Queue[WriteBatch | None] = queue.Queue()
@@ -214,9 +217,9 @@ class StoreWriter:
                 return
 
     def _maintain(self) -> bool:
-        assert isinstance(self.store, JournalStore)
+        assert self.journal is not None
         try:
-            return self.store.maintain(time.perf_counter() + MAINTENANCE_SLICE, self._pause)
+            return self.journal.maintain(time.perf_counter() + MAINTENANCE_SLICE, self._pause)
         except Exception:  # a checkpoint that fails is retried after the next write
             log.exception("checkpoint of %r failed; the journal keeps everything meanwhile", self.store)
             return False
@@ -225,9 +228,8 @@ class StoreWriter:
         updates: dict[str, Base | None] = {}
         started = time.perf_counter()
         try:
-            if self.journaled:
-                assert isinstance(self.store, JournalStore)
-                self.bytes_written += self.store.append(self._records(batches, updates))
+            if self.journal is not None:
+                self.bytes_written += self.journal.append(self._records(batches, updates))
             else:
                 self._write_whole(batches)
             for batch in batches:
