@@ -27,6 +27,7 @@ to apply, and refuses one whose base is missing.
 
 from __future__ import annotations
 
+import functools
 import operator
 import sys
 from array import array
@@ -204,7 +205,7 @@ _NO_INTS: dict[str, int] = {}  # shared by captures of empty dicts: captures are
 
 
 # What one msgspec.convert call copies out of a live handle: the lists and dicts of the
-# components asked for (into tuples and dicts), the records themselves kept, the room
+# components asked for (into tuples and dicts; the relationships beside it), the records themselves kept, the room
 # read from the Location's slot; nothing here runs Python code. Made into parts at once.
 # The records are typed ``Any``: the live components hold only records of their type,
 # and not checking them again spares a look at each (a third of a copy's cost).
@@ -221,10 +222,6 @@ class _Bank(msgspec.Struct, gc=False):
     players: dict[str, _Pair]
     next_id: int
     milestones: dict[str, int]
-
-
-class _Relationships(msgspec.Struct, gc=False):
-    by_player: dict[str, Any]
 
 
 class _Working(msgspec.Struct, gc=False):
@@ -255,7 +252,6 @@ _HEAD: list[tuple[str, Any]] = [
 ]
 _PARTS: list[tuple[int, str, Any]] = [
     (Part.BANK, "bank", _Bank),
-    (Part.RELATIONSHIPS, "relationships", _Relationships),
     (Part.WORKING, "working", _Working),
     (Part.KNOWLEDGE, "knowledge", _Knowledge),
 ]
@@ -263,18 +259,30 @@ _NPC_COPIES: list[type[msgspec.Struct]] = [
     msgspec.defstruct(f"_Npc{mask}", [*_HEAD, *((n, t) for bit, n, t in _PARTS if mask & bit)], gc=False)
     for mask in range(Part.ALL + 1)
 ]
-"""For each mask of parts, what one copy of an NPC's handle takes: its head and those parts."""
+"""For each mask of parts, what one conversion of an NPC's handle takes: its head and
+those parts but the relationships (copied beside it, see :func:`_copy`)."""
 
 
-def _copy(handle: Any, parts: int) -> Any:
-    if hasattr(handle, "bank"):
-        return msgspec.convert(handle, _NPC_COPIES[parts], from_attributes=True)
-    return msgspec.convert(handle, _Player, from_attributes=True)
+def _copy(handle: Any, parts: int) -> tuple[Any, dict[str, Relationship] | None]:
+    """The conversion of ``handle``'s head and ``parts``, and a copy of its relationships
+    when ``parts`` holds them (``None`` otherwise)."""
+    if not hasattr(handle, "bank"):
+        return msgspec.convert(handle, _Player, from_attributes=True), None
+    head = functools.partial(msgspec.convert, handle, _NPC_COPIES[parts], from_attributes=True)
+    if not parts & Part.RELATIONSHIPS:
+        return head(), None
+    # ``dict.copy`` copies the relationships a third as dearly as a conversion (it
+    # copies the table instead of inserting entry by entry). Both calls run in one C
+    # sequence (``tuple`` draining a ``map``): no Python code runs between them, so,
+    # as within one call, no other thread does. The dict object is never replaced.
+    copied, relationships = tuple(map(operator.call, (head, handle.relationships.by_player.copy)))
+    return copied, relationships
 
 
 def capture_handle(handle: Any, saved_at: float) -> Capture:
     """Capture a live NPC's or player's handle on the thread that changes it."""
-    return _flat(_copy(handle, Part.ALL), saved_at, None)
+    copied, relationships = _copy(handle, Part.ALL)
+    return _flat(copied, relationships, saved_at, None)
 
 
 def capture_atomically(
@@ -291,17 +299,18 @@ def capture_atomically(
     if base is None:
         parts = Part.ALL
     with collection_paused():
-        copied = _copy(handle, parts)
-    return _flat(copied, saved_at, base)
+        copied, relationships = _copy(handle, parts)
+    return _flat(copied, relationships, saved_at, base)
 
 
-def _flat(copied: Any, saved_at: float, base: NpcCapture | None) -> Capture:
+def _flat(
+    copied: Any, relationships: dict[str, Relationship] | None, saved_at: float, base: NpcCapture | None
+) -> Capture:
     identity, faction = copied.identity, copied.faction.faction
     if isinstance(copied, _Player):
         room = copied.location.room
         return PlayerCapture(identity.key, identity.name, faction, room, copied.profile, saved_at)
     bank = getattr(copied, "bank", None)
-    relationships = getattr(copied, "relationships", None)
     working = getattr(copied, "working", None)
     knowledge = getattr(copied, "knowledge", None)
     return NpcCapture(
@@ -313,7 +322,7 @@ def _flat(copied: Any, saved_at: float, base: NpcCapture | None) -> Capture:
         copied.traits,
         saved_at,
         _kept(base).bank if bank is None else _bank_part(bank),
-        _kept(base).relationships if relationships is None else relationships.by_player,
+        _kept(base).relationships if relationships is None else relationships,
         _kept(base).working if working is None else _working_part(working),
         _kept(base).knowledge if knowledge is None else KnowledgePart(knowledge.facts, knowledge.next_id),
     )
