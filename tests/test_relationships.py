@@ -229,3 +229,40 @@ def test_pack_tag_rules_extend_the_defaults(village: Village) -> None:
     assert p.query.trust("brandt", "bram") == pytest.approx(0.2 - 0.10)
     with pytest.raises(npc_memory.InvalidArgumentError, match="needs a player"):
         p.remember("brandt", None, "a theft", tags=["theft"], affect_relationship=True)
+
+
+def test_thresholds_stand_crossed_until_rearmed_on_any_record() -> None:
+    """Thresholds after a change, against the rule: one not standing crossed is crossed
+    once beyond its level, one standing crossed stays so until its dimension is back
+    ``threshold_rearm`` on the near side; on random records (values on and around every
+    level, any thresholds standing crossed before)."""
+    import random
+
+    from npc_memory.components.relationship import DIMENSIONS, Relationship
+    from npc_memory.rules import relationships as rel_rules
+
+    rules = npc_memory.load_pack("village").relationships
+    thresholds, rearm = rules.thresholds, rules.threshold_rearm
+    levels = sorted({v for t in thresholds for v in (t.value, t.value + rearm, t.value - rearm)} | {0.0, 1.0})
+
+    def expected(rel: Relationship) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        active, crossed = [], []
+        for t in thresholds:
+            value = rel.value(t.dimension)
+            rearmed = value >= t.value + rearm if t.direction == "below" else value <= t.value - rearm
+            if t.name in rel.active_thresholds:
+                if not rearmed:
+                    active.append(t.name)
+            elif rel_rules.is_beyond(t, rel):
+                active.append(t.name)
+                crossed.append(t.name)
+        return tuple(active), tuple(crossed)
+
+    rng = random.Random(7)
+    names = [t.name for t in thresholds]
+    for _ in range(5000):
+        values = {d: rng.choice([rng.random(), rng.choice(levels)]) for d in DIMENSIONS}
+        standing = tuple(n for n in names if rng.random() < 0.3)
+        rel = Relationship(**values, active_thresholds=standing)
+        refreshed, change = rel_rules.refresh(rel, rules)
+        assert (refreshed.active_thresholds, tuple(t.name for t in change.crossed)) == expected(rel)

@@ -1,5 +1,6 @@
 """The writer thread captures documents while the game changes them: each capture is
-one C call the GIL does not interrupt, so it sees the document at one instant."""
+one sequence of C calls the GIL does not interrupt, so it sees the document at one
+instant."""
 
 from __future__ import annotations
 

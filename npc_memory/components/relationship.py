@@ -75,6 +75,8 @@ class Relationships(msgspec.Struct, kw_only=True):
     """Every relationship of one NPC, by player key (read-only for the game: change
     relationships through the facade, which keeps stages, thresholds, events, faction
     standing and snapshots in step). Each record is as written, at its ``drifted_at``;
-    ``MemoryPlugin.relationship`` gives it as it stands now, drift applied."""
+    ``MemoryPlugin.relationship`` gives it as it stands now, drift applied. The
+    ``by_player`` dict of a live or stored NPC is changed in place, never replaced: a
+    snapshot copies it from another thread."""
 
     by_player: dict[str, Relationship] = msgspec.field(default_factory=dict)

@@ -230,19 +230,14 @@ def is_beyond(threshold: Threshold, rel: Relationship) -> bool:
     return value < threshold.value if threshold.direction == "below" else value > threshold.value
 
 
-def _rearmed(threshold: Threshold, rel: Relationship, rearm: float) -> bool:
-    value = rel.value(threshold.dimension)
-    if threshold.direction == "below":
-        return value >= threshold.value + rearm
-    return value <= threshold.value - rearm
-
-
 def _update_thresholds(
     rel: Relationship, thresholds: tuple[Threshold, ...], rearm: float
 ) -> tuple[tuple[str, ...], tuple[Threshold, ...]]:
     """The names of the thresholds standing crossed for ``rel`` (in ``thresholds``
-    order), and those newly crossed: one that stood crossed stays so until rearmed
-    (see :func:`_rearmed`), one that did not is crossed once beyond (:func:`is_beyond`)."""
+    order), and those newly crossed. One that did not stand crossed is crossed once
+    ``rel`` is beyond it (:func:`is_beyond`, inlined: this runs on every write); one
+    that stood crossed stays so until its dimension is back ``rearm`` or more on the
+    near side of its level."""
     was_active = rel.active_thresholds
     active: list[str] = []
     crossed: list[Threshold] = []

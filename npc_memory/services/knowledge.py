@@ -303,8 +303,9 @@ class KnowledgeService:
     ) -> dict[Dimension, float] | None:
         """What learning a fact (``tags``, ``importance``, ``confidence``) about ``subject``
         does to the learner's relationship with them, ``factor`` times: the pack's tag
-        rules as for a memory of ``hearsay_intensity``. ``None`` unless the subject is a
-        player (a fact about an NPC or the world moves no relationship)."""
+        rules as for a memory of ``hearsay_intensity``. ``None`` without a subject or
+        when it is a live NPC (a fact about the world or an NPC moves no relationship);
+        any other key counts as a player's, present or not (see :meth:`category_of`)."""
         if subject is None or self.category_of(subject) != "player_trait":
             return None
         rules = self.state.pack.relationships

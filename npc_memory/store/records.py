@@ -3,9 +3,9 @@ two captures of one document, and the journal records that carry them.
 
 A *capture* is a copy of the containers of an NPC's components (lists and dicts of
 frozen records: pointer copies, no encoding) that the writer can read while the game
-keeps changing the live components. It is one ``msgspec.convert`` call, C code that
-neither releases the GIL nor runs Python code, so the writer thread itself may make
-it (:func:`capture_atomically`): no other thread runs meanwhile. Without a GIL the
+keeps changing the live components. It is one sequence of C calls (a ``msgspec.convert``
+and a ``dict.copy``) that neither releases the GIL nor runs Python code, so the writer
+thread itself may make it (:func:`capture_atomically`): no other thread runs meanwhile. Without a GIL the
 thread that changes the components makes it (:func:`capture_handle`). The writer
 copies only the parts of the document (:class:`~npc_memory.store.documents.Part`)
 marked changed since the capture it wrote last and shares the others with it, so a
@@ -205,8 +205,9 @@ _NO_INTS: dict[str, int] = {}  # shared by captures of empty dicts: captures are
 
 
 # What one msgspec.convert call copies out of a live handle: the lists and dicts of the
-# components asked for (into tuples and dicts; the relationships beside it), the records themselves kept, the room
-# read from the Location's slot; nothing here runs Python code. Made into parts at once.
+# components asked for (into tuples and dicts), the records themselves kept, the room
+# read from the Location's slot; nothing here runs Python code (the relationships are
+# copied beside it, in the same C sequence: see _copy). Made into parts at once.
 # The records are typed ``Any``: the live components hold only records of their type,
 # and not checking them again spares a look at each (a third of a copy's cost).
 
@@ -274,7 +275,9 @@ def _copy(handle: Any, parts: int) -> tuple[Any, dict[str, Relationship] | None]
     # ``dict.copy`` copies the relationships a third as dearly as a conversion (it
     # copies the table instead of inserting entry by entry). Both calls run in one C
     # sequence (``tuple`` draining a ``map``): no Python code runs between them, so,
-    # as within one call, no other thread does. The dict object is never replaced.
+    # as within one call, no other thread does. The bound ``copy`` is taken before,
+    # which holds because a live or stored handle's ``by_player`` dict is changed in
+    # place, never replaced (see Relationships).
     copied, relationships = tuple(map(operator.call, (head, handle.relationships.by_player.copy)))
     return copied, relationships
 
@@ -289,8 +292,8 @@ def capture_atomically(
     handle: Any, saved_at: float, parts: int = Part.ALL, base: NpcCapture | None = None
 ) -> Capture:
     """:func:`capture_handle` from another thread than the one that changes the
-    components: the copy is one C call that neither releases the GIL nor runs Python
-    code while the garbage collector is paused (a collection could run finalizers),
+    components: the copy is one sequence of C calls that neither releases the GIL nor
+    runs Python code while the garbage collector is paused (a collection could run finalizers),
     so no other thread runs meanwhile and it sees the handle at one instant. Only
     valid where a GIL exists (:func:`gil_enabled`).
 

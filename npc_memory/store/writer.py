@@ -2,8 +2,8 @@
 
 A batch names documents to write either as *captures* (made by the tick, see
 :mod:`npc_memory.store.records`) or as *keys*, which this thread captures itself with
-the ``capture`` function it was given (one C call per document, atomic under the
-GIL). Encoding, patches, file writes and fsyncs happen here, so a slow disk or a
+the ``capture`` function it was given (one sequence of C calls per document, atomic
+under the GIL). Encoding, patches, file writes and fsyncs happen here, so a slow disk or a
 large document never stalls a frame. This thread gives up the GIL at least every
 ``YIELD_EVERY`` seconds of work, so a game thread waking up never waits for it long.
 
@@ -117,7 +117,6 @@ class StoreWriter:
         self.journal: JournalStore | None = store if isinstance(store, JournalStore) else None
         """``store`` when it keeps a journal (checked once: a protocol check costs
         microseconds, and upkeep asks between every slice)."""
-        self.journaled = self.journal is not None
         self._base: dict[str, Base] = {}
         """The capture last written for each NPC and its lsn (patches apply to it)."""
         self._queue: queue.Queue[WriteBatch | None] = queue.Queue()
@@ -186,7 +185,7 @@ class StoreWriter:
     # ------------------------------------------------------------------ the thread
 
     def _run(self) -> None:
-        upkeep = self.journaled
+        upkeep = self.journal is not None
         while True:
             try:
                 if upkeep:
@@ -210,7 +209,7 @@ class StoreWriter:
             batches = [b for b in group if b is not None]
             if batches:
                 self._write(batches)
-                upkeep = self.journaled
+                upkeep = self.journal is not None
             for _ in group:
                 self._queue.task_done()
             if group[-1] is None:
@@ -239,7 +238,7 @@ class StoreWriter:
                     self.store.append_audit(entry)
         except OSError as exc:  # a disk error: what can be written is, one document at a time
             self._forget(batches)
-            if self.journaled:
+            if self.journal is not None:
                 self._write_each(batches, exc)
             else:
                 self._fail(batches, exc)
@@ -279,8 +278,8 @@ class StoreWriter:
     def _write_each(self, batches: list[WriteBatch], error: Exception) -> None:
         """Append each deletion, document and metadata of ``batches`` on its own, after
         a group failed on a disk error; report what still fails (with its round)."""
-        store = self.store
-        assert isinstance(store, JournalStore)
+        store = self.journal
+        assert store is not None
         for batch in batches:
             failed: list[str] = []
             last = error
@@ -326,8 +325,8 @@ class StoreWriter:
     ) -> Iterator[Record]:
         """The journal records of ``batches``, in order (generated while the store
         writes, so encoding and writing interleave)."""
-        store = self.store
-        assert isinstance(store, JournalStore)
+        store = self.journal
+        assert store is not None
         for batch in batches:
             for key in batch.deletions:
                 updates[key] = None
