@@ -11,8 +11,8 @@ batch. The round is complete once its last batch is on disk.
 
 Where the interpreter has a GIL (every CPython before the free-threaded builds) the
 writer captures the round's documents itself, each with one sequence of C calls that
-no other thread can interrupt: the tick only hands over the set of keys, with the parts of
-each NPC's document the services marked changed (:meth:`WorldState.mark`); the
+no other thread can interrupt: the tick only hands over the set of keys, with the
+parts of each NPC's document the services marked changed (:meth:`WorldState.mark`); the
 writer copies and compares those parts (and any marked since) and keeps the rest of
 what it wrote last, so a round costs what changed, not the documents' sizes. Otherwise the tick
 captures them, ``snapshot_tick_ms`` and ``snapshot_documents_per_tick`` at a time.

@@ -3,10 +3,11 @@ two captures of one document, and the journal records that carry them.
 
 A *capture* is a copy of the containers of an NPC's components (lists and dicts of
 frozen records: pointer copies, no encoding) that the writer can read while the game
-keeps changing the live components. It is one sequence of C calls (a ``msgspec.convert``
-and a ``dict.copy``) that neither releases the GIL nor runs Python code, so the writer
-thread itself may make it (:func:`capture_atomically`): no other thread runs meanwhile. Without a GIL the
-thread that changes the components makes it (:func:`capture_handle`). The writer
+keeps changing the live components. It is one sequence of C calls (a
+``msgspec.convert`` and a ``dict.copy``) that neither releases the GIL nor runs Python
+code, so the writer thread itself may make it (:func:`capture_atomically`): no other
+thread runs meanwhile. Without a GIL the thread that changes the components makes it
+(:func:`capture_handle`). The writer
 copies only the parts of the document (:class:`~npc_memory.store.documents.Part`)
 marked changed since the capture it wrote last and shares the others with it, so a
 witness that learned one fact costs a copy of its facts, not of its memories.
@@ -293,9 +294,9 @@ def capture_atomically(
 ) -> Capture:
     """:func:`capture_handle` from another thread than the one that changes the
     components: the copy is one sequence of C calls that neither releases the GIL nor
-    runs Python code while the garbage collector is paused (a collection could run finalizers),
-    so no other thread runs meanwhile and it sees the handle at one instant. Only
-    valid where a GIL exists (:func:`gil_enabled`).
+    runs Python code while the garbage collector is paused (a collection could run
+    finalizers), so no other thread runs meanwhile and it sees the handle at one
+    instant. Only valid where a GIL exists (:func:`gil_enabled`).
 
     Given ``base`` (an earlier capture of the same NPC) only the ``parts`` marked
     changed since it are copied; the others are taken from ``base`` as they are."""
