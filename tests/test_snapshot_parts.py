@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 import npc_memory
 from npc_memory.content import load_pack, validate_pack
+from npc_memory.services.persistence import PersistenceService
 from npc_memory.store import Part
-from npc_memory.store.records import NpcCapture, capture_handle, document_of_capture, gil_enabled
+from npc_memory.store.records import NpcCapture, capture_handle, diff, document_of_capture, gil_enabled
 from npc_memory.systems.snapshot import SnapshotSystem
 
 from .conftest import reset_esper, tick
@@ -178,20 +179,100 @@ def test_changes_spread_over_rounds_come_back(steps: list[tuple[str, bool]]) -> 
         npc_memory.uninstall("parts")
 
 
+def settled_with_capture(tmp_path: Path) -> tuple[npc_memory.MemoryPlugin, PersistenceService, NpcCapture]:
+    """A settled world, its persistence service and a capture of hilda as the writer's last."""
+    reset_esper()
+    plugin = settled_world(tmp_path / "w.db")
+    service = next(p for p in plugin.processors if isinstance(p, SnapshotSystem)).persistence
+    base = capture_handle(plugin.npc("hilda"), 0.0)
+    assert isinstance(base, NpcCapture)
+    return plugin, service, base
+
+
 def test_a_capture_takes_the_parts_changed_since_its_round_began(tmp_path: Path) -> None:
     """A round hands the writer the parts marked before it began; a part changed
     since (a conversation applied while the writer captures, say) is copied too, so a
     capture is the document at one instant and never shows a conversation as
     extracted without the memories it gave."""
-    reset_esper()
-    plugin = settled_world(tmp_path / "w.db")
-    service = next(p for p in plugin.processors if isinstance(p, SnapshotSystem)).persistence
+    plugin, service, base = settled_with_capture(tmp_path)
     hilda = plugin.npc("hilda")
-    base = capture_handle(hilda, 0.0)
-    assert isinstance(base, NpcCapture)
     plugin.remember("hilda", "alice", "Alice came back", tags=["trade"])  # marked after the round began
-    captured = service._capture_atomically("hilda", Part.WORKING, base)
+    captured = service._capture_atomically("hilda", Part.WORKING, None, base)
     assert isinstance(captured, NpcCapture)
     assert captured.bank is not base.bank and captured.knowledge is base.knowledge
     assert document_of_capture(captured) == document_of_capture(capture_handle(hilda, plugin.clock.now))
     npc_memory.uninstall("parts")
+
+
+def test_a_capture_names_the_relationships_set_since_the_last(tmp_path: Path) -> None:
+    """The writer learns which relationships were set since the capture it wrote last
+    (the round's marks, then those since), so the patch carries those records without
+    comparing the others; after a removal it does not know, and compares them all."""
+    plugin, service, base = settled_with_capture(tmp_path)
+    hilda = plugin.npc("hilda")
+    plugin.add_player(key="cara", room="forge")
+    plugin.adjust_relationship("hilda", "cara", trust=0.1)  # set after the round began
+    captured = service._capture_atomically("hilda", Part.RELATIONSHIPS, {"alice": None}, base)
+    assert isinstance(captured, NpcCapture)
+    assert captured.relationship_players == ("alice", "cara")
+    patch = diff(base, captured, lsn=2, base_lsn=1)
+    assert patch is not None
+    assert patch.relationships == {"cara": hilda.relationships.by_player["cara"]}  # alice's record is the same
+    assert list(hilda.relationships.by_player)[-1] == "cara"  # appended, as the patch appends it
+
+    service.state.mark("hilda", Part.RELATIONSHIPS)  # what a removal marks: no longer known which
+    captured = service._capture_atomically("hilda", Part.RELATIONSHIPS, {"alice": None}, base)
+    assert isinstance(captured, NpcCapture) and captured.relationship_players is None
+    npc_memory.uninstall("parts")
+
+
+def relationship_orders(plugin: npc_memory.MemoryPlugin) -> dict[str, list[tuple[str, object]]]:
+    return {key: list(plugin.npc(key).relationships.by_player.items()) for key in plugin.npcs()}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(list(NPCS)),
+            st.sampled_from(["alice", "bob", "cara", "dain", "eryk"]),
+            st.sampled_from(["adjust", "meet", "forget"]),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=14,
+    )
+)
+def test_relationships_set_removed_and_set_again_come_back_in_order(steps: list[tuple[str, str, str, bool]]) -> None:
+    """Relationships set (in place or new), removed with their player and set again,
+    with snapshot rounds in between: the world loaded back holds every NPC's
+    relationships in the live order."""
+    reset_esper()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "w.db"
+        plugin = settled_world(path)
+        extra = ("cara", "dain", "eryk")
+        for key in extra:
+            plugin.add_player(key=key, room="forge")
+        for npc, player, action, round_after in steps:
+            if player not in plugin.players():
+                plugin.add_player(key=player, room="forge")
+            if action == "adjust":
+                plugin.adjust_relationship(npc, player, trust=0.05)
+            elif action == "meet":
+                plugin.record_interaction(npc, player)
+            else:
+                plugin.forget_player(player)
+            if round_after:
+                tick("parts", 11)
+                written(plugin)
+        live = relationship_orders(plugin)
+        players = plugin.players()
+        npc_memory.uninstall("parts")
+        restored = npc_memory.install(world="parts", pack=pack(), store=path, seed=3)
+        add_everyone(restored)
+        for key in extra:
+            if key in players:
+                restored.add_player(key=key, room="forge")
+        assert relationship_orders(restored) == live
+        npc_memory.uninstall("parts")

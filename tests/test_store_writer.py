@@ -21,7 +21,7 @@ def test_a_round_is_durable_before_the_next_rounds_documents_are_written(tmp_pat
     store = TinyDBStore(tmp_path / "w.db")
     busy, capturing, release = threading.Event(), threading.Event(), threading.Event()
 
-    def capture(key: str, parts: int, base: NpcCapture | None) -> Capture:
+    def capture(key: str, parts: int, players: object, base: NpcCapture | None) -> Capture:
         capturing.set()
         assert release.wait(10)
         return capture_document(npc(key))

@@ -69,7 +69,7 @@ from npc_memory.store.records import (
     capture_handle,
     gil_enabled,
 )
-from npc_memory.store.writer import StoreWriter, WriteBatch
+from npc_memory.store.writer import Players, StoreWriter, WriteBatch
 
 log = logging.getLogger("npc_memory.snapshot")
 
@@ -176,6 +176,9 @@ class PersistenceService:
         self._round: set[str] = set()
         self._round_parts: dict[str, int] = {}
         """The parts of the round's NPCs that changed (see :attr:`WorldState.changed`)."""
+        self._round_players: dict[str, dict[str, None] | None] = {}
+        """The players whose relationships with the round's NPCs were set (see
+        :attr:`WorldState.relationship_players`)."""
         self._round_number = 0
         self._round_since: float | None = None
         self._round_active = False
@@ -377,7 +380,8 @@ class PersistenceService:
             if self.capture_on_writer:  # the writer captures the round: hand it the keys
                 keys, self._round = self._round, set()  # the writer owns the set now
                 parts, self._round_parts = self._round_parts, {}
-                self._submit_keys(keys, parts)
+                players, self._round_players = self._round_players, {}
+                self._submit_keys(keys, parts, players)
         if not self._round_active:
             return
         if self.capture_on_writer:
@@ -418,7 +422,7 @@ class PersistenceService:
             state.dirty = set()
             for key, mask in state.changed.items():
                 self._round_parts[key] = self._round_parts.get(key, 0) | mask
-            state.changed = {}
+            state.changed, state.relationship_players = {}, {}  # (the tick compares them all)
             if self._since is not None and self._round_since is not None:
                 self._round_since = min(self._round_since, self._since)
                 self._unsettled[-1] = (self._round_number, self._round_since, self._unsettled[-1][2])
@@ -431,8 +435,9 @@ class PersistenceService:
             self._start_round(now)
         keys, self._round = self._round, set()
         parts, self._round_parts = self._round_parts, {}
+        players, self._round_players = self._round_players, {}
         if self.capture_on_writer:  # this thread waits below: the writer sees one instant
-            self._submit_end([], now, keys, parts, after=after, audit=audit)
+            self._submit_end([], now, keys, parts, players, after=after, audit=audit)
         else:
             captures = [c for c in map(self._capture, keys, [now] * len(keys)) if c is not None]
             self._submit_end(captures, now, after=after, audit=audit)
@@ -486,6 +491,7 @@ class PersistenceService:
         self._round_number = self.snapshots
         self._round, state.dirty = state.dirty, set()  # O(1): the round owns the old set
         self._round_parts, state.changed = state.changed, {}
+        self._round_players, state.relationship_players = state.relationship_players, {}
         self._round_since = now if self._since is None else self._since
         self._since = None
         self._unsettled.append((self._round_number, self._round_since, self.pipeline.released_total))
@@ -524,10 +530,13 @@ class PersistenceService:
             return None if stored is None else capture_document(stored)
         return capture_handle(handle, now)
 
-    def _capture_atomically(self, key: str, parts: int, base: NpcCapture | None) -> Capture | None:
+    def _capture_atomically(
+        self, key: str, parts: int, players: Players, base: NpcCapture | None
+    ) -> Capture | None:
         """Capture ``key``'s document on the writer thread (see
         :func:`~npc_memory.store.records.capture_atomically`): of a live NPC only
-        ``parts``, the rest taken from ``base``."""
+        ``parts``, the rest taken from ``base``; with the players whose relationship
+        was set since ``base`` when ``players`` (the round's) and the marks since tell."""
         state = self.state
         handle = state.registry.live(key)
         if handle is not None:
@@ -540,8 +549,14 @@ class PersistenceService:
                 captured = capture_atomically(handle, state.clock.now, parts, base)
                 later = state.changed.get(key, 0) & ~parts
                 if not later:
-                    return captured
+                    break
                 parts |= later
+            if players is not None and base is not None and isinstance(captured, NpcCapture):
+                # Read after the copy: a record it holds was marked before it was set.
+                since = state.relationship_players.get(key, {})  # None: not known
+                if since is not None:
+                    captured.relationship_players = (*players, *(p for p in tuple(since) if p not in players))
+            return captured
         stored = self.state.stored.get(key)
         if stored is None:
             return None
@@ -563,7 +578,9 @@ class PersistenceService:
                 )
             )
 
-    def _submit_keys(self, keys: Collection[str], parts: Mapping[str, int]) -> None:
+    def _submit_keys(
+        self, keys: Collection[str], parts: Mapping[str, int], players: Mapping[str, Players]
+    ) -> None:
         """Hand the round's ``keys`` to the writer to capture; the round stays active
         until it has, then :meth:`tick` submits the metadata."""
         assert self.writer is not None
@@ -571,7 +588,7 @@ class PersistenceService:
         self.state.deleted.clear()
         self.writer.submit(
             WriteBatch(
-                keys=keys, parts=parts, deletions=deletions, round=self._round_number,
+                keys=keys, parts=parts, players=players, deletions=deletions, round=self._round_number,
                 since=self._round_since, captures_round=True,
             )
         )
@@ -583,6 +600,7 @@ class PersistenceService:
         now: float,
         keys: Collection[str] = (),
         parts: Mapping[str, int] | None = None,
+        players: Mapping[str, Players] | None = None,
         *,
         after: Callable[[Store], None] | None = None,
         audit: Collection[AuditEntry] = (),
@@ -597,6 +615,7 @@ class PersistenceService:
                 captures=captures,
                 keys=keys,
                 parts={} if parts is None else parts,
+                players={} if players is None else players,
                 deletions=deletions,
                 meta=self.meta(self._round_number),
                 after=after if after is not None else self.poll,

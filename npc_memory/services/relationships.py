@@ -196,11 +196,11 @@ class RelationshipService:
 
     def forget(self, npc: NpcHandle, player: str) -> None:
         """``npc`` no longer has a relationship with ``player`` (faction standing follows)."""
-        rel = npc.relationships.by_player.pop(player, None)
         self._dues.get(npc.identity.key, {}).pop(player, None)
-        if rel is None:
+        if player not in npc.relationships.by_player:
             return
-        self.state.mark(npc.identity.key, Part.RELATIONSHIPS)
+        self.state.mark(npc.identity.key, Part.RELATIONSHIPS)  # first: see mark_relationship
+        rel = npc.relationships.by_player.pop(player)
         if npc.faction.faction is not None and npc.live:
             self.standing.leave_pair(npc.faction.faction, player, rel.disposition)
 
@@ -283,8 +283,8 @@ class RelationshipService:
     ) -> None:
         """Write ``new`` (``baseline``: the pair's :meth:`initial`) with everything that
         follows it: the dirty mark, the next drift due, events, faction standing."""
+        self.state.mark_relationship(npc.identity.key, player)  # first: see mark_relationship
         npc.relationships.by_player[player] = new
-        self.state.mark(npc.identity.key, Part.RELATIONSHIPS)
         standing = npc.faction.faction is not None
         self._schedule(npc, player, new, baseline, new.disposition if standing else None)
         self._announce(npc, player, entity, new, change)

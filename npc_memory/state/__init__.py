@@ -29,7 +29,10 @@ class WorldState:
     world. ``dirty``: keys whose documents changed since they were last handed to the
     store (only tracked when ``persistent``); ``changed``: which parts of each dirty
     NPC's document changed (a :class:`~npc_memory.store.documents.Part` mask; a dirty key
-    without an entry: all of them). ``deleted``: keys to delete from the store.
+    without an entry: all of them); ``relationship_players``: for an NPC whose
+    relationships are marked changed, the players whose relationship was set since, in
+    the order first set (``None`` or no entry: not known, compare them all).
+    ``deleted``: keys to delete from the store.
     ``game``: the id of the game being played (memories and facts made now carry it).
     """
 
@@ -43,6 +46,7 @@ class WorldState:
     stored: dict[str, Document] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
     changed: dict[str, int] = field(default_factory=dict)
+    relationship_players: dict[str, dict[str, None] | None] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
     persistent: bool = False
     game: str = "default"
@@ -57,6 +61,25 @@ class WorldState:
             self.dirty.add(key)
             changed = self.changed
             changed[key] = changed.get(key, 0) | parts
+            if parts & Part.RELATIONSHIPS:
+                self.relationship_players[key] = None
+
+    def mark_relationship(self, key: str, player: str) -> None:
+        """NPC ``key``'s relationship with ``player`` is about to be set (mark it first:
+        a snapshot that copies the new record then also sees the mark). A snapshot then
+        writes that record rather than comparing every relationship of the NPC. Removing
+        one takes :meth:`mark` (before the removal, likewise)."""
+        if self.persistent:
+            self.dirty.add(key)
+            changed = self.changed
+            had = changed.get(key, 0)
+            changed[key] = had | Part.RELATIONSHIPS
+            if not had & Part.RELATIONSHIPS:
+                self.relationship_players[key] = {player: None}
+            else:
+                known = self.relationship_players.get(key)
+                if known is not None:
+                    known[player] = None
 
     def publish(self, event: Event) -> None:
         """Queue ``event``; it is delivered once the current change is complete."""

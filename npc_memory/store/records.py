@@ -16,7 +16,9 @@ A *patch* is computed on the writer thread between the capture last written for 
 and a new one. Records are immutable, so a list that changed is described by runs of
 the previous list it kept (``start, stop`` index pairs) and the records that are new:
 learning one fact out of 500 writes one fact, not 500. Dicts keyed by player carry
-the entries set and removed (and their order when it changed), small dicts whole.
+the entries set and removed (and their order when it changed), small dicts whole. When
+the services named the relationships they set since the capture before
+(:meth:`~npc_memory.state.WorldState.mark_relationship`), only those are looked at.
 Applying a patch to the document of the base capture gives the new capture's document
 exactly (same records, same order).
 
@@ -170,6 +172,10 @@ class NpcCapture(msgspec.Struct, gc=False):
     relationships: dict[str, Relationship]
     working: WorkingPart
     knowledge: KnowledgePart
+    relationship_players: tuple[str, ...] | None = None
+    """The players whose relationship was set since the capture before, in the order
+    first set, when known: the patch from that capture then carries their records
+    without comparing the others (``None``: compare them all)."""
 
     def view(self) -> CaptureView:
         """The capture's containers (tuples sliced out of each part's ``items``)."""
@@ -676,7 +682,7 @@ def diff(base_capture: NpcCapture, new_capture: NpcCapture, *, lsn: int, base_ls
     if base.bank is not new.bank:
         changed |= _diff_bank(base.bank, new.bank, patch)
     if base.relationships is not new.relationships:
-        relationships = dict_edit(base.relationships, new.relationships)
+        relationships = _relationships_edit(base.relationships, new.relationships, new.relationship_players)
         if relationships is not None:
             patch.relationships = relationships.set
             patch.relationships_gone, patch.relationships_order = relationships.gone, relationships.order
@@ -690,6 +696,18 @@ def diff(base_capture: NpcCapture, new_capture: NpcCapture, *, lsn: int, base_ls
             patch.facts_next_id = new_kb.next_id
         changed |= patch.facts is not None or patch.facts_next_id is not None
     return patch if changed else None
+
+
+def _relationships_edit(
+    base: dict[str, Relationship], new: dict[str, Relationship], players: tuple[str, ...] | None
+) -> _DictEdit | None:
+    """:func:`dict_edit` of two captures' relationships; given the players whose
+    relationship was set in between (nothing removed), only theirs are looked at: each
+    is replaced in place or, new, appended in the order first set, as in ``new``."""
+    if players is None or not all(map(new.__contains__, players)):
+        return dict_edit(base, new)
+    sets = {p: new[p] for p in players if base.get(p) is not new[p]}
+    return _DictEdit(sets, [], None) if sets else None
 
 
 def _diff_bank(base: BankPart, new: BankPart, patch: NpcPatch) -> bool:

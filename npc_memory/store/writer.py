@@ -69,9 +69,15 @@ interpreter's own switch interval, so a busy game thread and this one share it."
 Base = tuple[int, NpcCapture]
 """A capture the store holds, at its lsn."""
 
-Capturer = Callable[[str, int, NpcCapture | None], Capture | None]
+Players = Mapping[str, None] | None
+"""The players whose relationship with an NPC was set since the capture the store holds
+(in the order first set), or ``None``: not known."""
+
+Capturer = Callable[[str, int, Players, NpcCapture | None], Capture | None]
 """Captures the document of a key now: its parts (a :class:`Part` mask) changed since
-the capture given (the one the store holds, ``None``: none), the rest taken from it."""
+the capture given (the one the store holds, ``None``: none), the rest taken from it;
+the players whose relationship was set since, if known (see
+:attr:`NpcCapture.relationship_players`)."""
 
 
 @dataclass
@@ -87,6 +93,9 @@ class WriteBatch:
     parts: Mapping[str, int] = field(default_factory=dict)
     """For each of ``keys``, the parts changed since it was last handed over (a
     :class:`Part` mask; a key not here: all of them)."""
+    players: Mapping[str, Players] = field(default_factory=dict)
+    """For each of ``keys`` whose relationships changed, the players whose relationship
+    was set since it was last handed over, if known (a key not here: not known)."""
     deletions: list[str] = field(default_factory=list)
     meta: StoreMeta | None = None
     audit: list[AuditEntry] = field(default_factory=list)
@@ -362,11 +371,13 @@ class StoreWriter:
             yield capture
         if batch.keys:
             assert self.capture is not None, "a batch of keys needs a writer with a capture function"
-            parts, bases = batch.parts, self._base
+            parts, players, bases = batch.parts, batch.players, self._base
             for key in batch.keys:
                 self._pause()
                 base = updates[key] if key in updates else bases.get(key)
-                captured = self.capture(key, parts.get(key, Part.ALL), None if base is None else base[1])
+                captured = self.capture(
+                    key, parts.get(key, Part.ALL), players.get(key), None if base is None else base[1]
+                )
                 if captured is not None:
                     yield captured
 
