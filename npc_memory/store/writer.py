@@ -3,16 +3,16 @@
 A batch names documents to write either as *captures* (made by the tick, see
 :mod:`npc_memory.store.records`) or as *keys*, which this thread captures itself with
 the ``capture`` function it was given (one sequence of C calls per document, atomic
-under the GIL). Encoding, patches, file writes and fsyncs happen here, so a slow disk or a
-large document never stalls a frame. This thread gives up the GIL at least every
+under the GIL). Encoding, patches, file writes and fsyncs happen here, so a slow disk
+or a large document never stalls a frame. This thread gives up the GIL at least every
 ``YIELD_EVERY`` seconds of work, so a game thread waking up never waits for it long.
 
 With a :class:`~npc_memory.store.base.JournalStore` the batches waiting in the queue
 are written as one group, up to the first that completes a snapshot round (so a
 round's end never waits for the next round's documents): each NPC captured before
 becomes a patch against the capture this thread wrote last for it, anything else a
-whole document; one journal append, one fsync. While no batch waits, the store gets slices of upkeep time
-(checkpoints). Any other :class:`~npc_memory.store.base.Store` gets whole documents
+whole document; one journal append, one fsync. While no batch waits, the store gets
+slices of upkeep time (checkpoints). Any other :class:`~npc_memory.store.base.Store` gets whole documents
 through ``write``.
 
 Failed batches are reported back to the tick (:meth:`StoreWriter.take_failures`)
