@@ -154,29 +154,45 @@ def test_a_system_starts_no_step_its_estimate_says_would_end_past_the_deadline()
     for i in range(4):
         plugin.add_npc(key=f"n{i}")
     decay = decay_of(plugin)
-    decay.share.steps.took("pair", 100.0)  # a pair lately took 100 s: estimate 10 s, past any tick's budget
+    decay.share.steps.took("pair", 100.0)  # a pair lately took 100 s: past any tick's budget
+    starve = decay.share.tick.starve_ticks
+    tick("b", starve)
+    assert decay.cursor.visits == 0  # it waits for a tick with room for it...
     tick("b", 1)
-    assert decay.cursor.visits == 1  # one pair a tick: a system always makes progress
-    tick("b", 3)
+    assert decay.cursor.visits == 1  # ...at most starve_ticks ticks: a system always makes progress
+    tick("b", 3 * (starve + 1))
     assert decay.cursor.cycles == 1 and decay.cursor.visits == 4
 
 
 def test_step_costs_follow_what_steps_took() -> None:
     steps = StepCosts()
     assert steps.fits("read", 5.0, 5.0) and steps.fits("read", 5.0, None)  # nothing known yet
-    steps.took("read", 0.01)  # the estimate moves a tenth of the way: 1 ms
-    assert not steps.fits("read", 5.0, 5.0009) and steps.fits("read", 5.0, 5.0011)
-    for _ in range(40):
-        steps.took("read", 0.0)
-    assert steps.fits("read", 5.0, 5.0001) and steps.fits("apply", 5.0, 5.0)  # kinds apart
+    steps.took("read", 0.01)  # one step: 10 ms
+    assert not steps.fits("read", 5.0, 5.0099) and steps.fits("read", 5.0, 5.0101)
+    for _ in range(60):
+        steps.took("read", 0.001)  # steady 1 ms steps: the estimate comes down to them
+    assert steps.fits("read", 5.0, 5.0011) and not steps.fits("read", 5.0, 5.0009)
+    assert steps.fits("apply", 5.0, 5.0)  # kinds apart
 
 
-def test_a_first_unit_that_fits_a_system_s_own_budget_waits_for_a_tick_with_room() -> None:
+def test_a_kind_whose_steps_vary_is_expected_to_take_as_long_as_its_slow_ones() -> None:
+    steps = StepCosts()
+    for _ in range(50):  # a line read once (10 ms), then again from a cache (1 ms)
+        steps.took("read", 0.010)
+        steps.took("read", 0.001)
+    assert steps.fits("read", 5.0, 5.006)  # the system's own deadline: by the mean (5.5 ms)
+    steps.limit = 5.010  # the tick's budget ends in 10 ms: a slow step would end past it
+    assert not steps.fits("read", 5.0, 5.006) and not steps.fits("read", 5.0, 5.010)
+    steps.limit = 5.025
+    assert steps.fits("read", 5.0, 5.006)
+
+
+def test_a_first_unit_waits_for_a_tick_with_room_for_it() -> None:
     budget = TickBudget(1.0)
-    share, other = budget.share(0.5), budget.share(0.5)
-    share.steps.took("pair", 0.003)  # estimate 0.3 ms: fits the system's 0.5 ms
-    other.steps.took("room", 0.02)  # 2 ms: never fits it
-    started: list[bool] = []
+    share, big = budget.share(0.5), budget.share(0.2)
+    share.steps.took("pair", 0.0001)  # 0.1 ms, at most 0.25 ms by its spread: fits the system's 0.5 ms
+    big.steps.took("room", 0.0003)  # 0.3 ms, at most 0.75 ms: more than its system's 0.2 ms
+    started: dict[str, list[bool]] = {"pair": [], "room": []}
     for _ in range(2 * (budget.starve_ticks + 1)):
         budget.open()
         budget.left = 0.0001  # the systems before took all but 0.1 ms
@@ -184,16 +200,20 @@ def test_a_first_unit_that_fits_a_system_s_own_budget_waits_for_a_tick_with_room
         assert deadline is not None
         now = time.perf_counter()
         assert not share.starts("pair", now, deadline, first=False)  # only a first unit may overrun
-        started.append(share.starts("pair", now, deadline, first=True))
+        started["pair"].append(share.starts("pair", now, deadline, first=True))
         budget.left = 0.0001
-        deadline = other.deadline()
+        deadline = big.deadline()
         assert deadline is not None
-        assert other.starts("room", time.perf_counter(), deadline, first=True)  # no tick has room: now
+        started["room"].append(big.starts("room", time.perf_counter(), deadline, first=True))
         budget.close()
-    assert started == [False] * budget.starve_ticks + [True] + [False] * budget.starve_ticks + [True]
+    waits = [False] * budget.starve_ticks + [True] + [False] * budget.starve_ticks + [True]
+    assert started == {"pair": waits, "room": waits}  # at most starve_ticks ticks in a row
     budget.open()
     deadline = share.deadline()  # a whole tick left
     assert deadline is not None and share.starts("pair", time.perf_counter(), deadline, first=True)
+    deadline = big.deadline()  # 0.2 ms of its own, but the tick has room for the unit
+    assert deadline is not None and big.starts("room", time.perf_counter(), deadline, first=True)
+    assert not big.starts("room", time.perf_counter(), deadline, first=False)  # and for one only
 
 
 def test_room_set_aside_for_the_next_tick_comes_off_its_budget_once() -> None:

@@ -419,11 +419,12 @@ class Budgets(_Model):
     """Per-tick work budgets of the plugin's systems and its queue bounds.
 
     Each system has a count cap (``*_per_tick``) and a wall-clock budget in
-    milliseconds (``*_tick_ms``): its work in a tick stops when either is reached (after
-    at least one unit, so work always progresses) and resumes the next tick where it
-    stopped. The default time budgets sum to 1 ms. ``tick_ms`` bounds them together,
-    counted from the start of the plugin's tick (ClockSystem), so the clock and the
-    entity checks are charged to it too: the systems spend what is left in turn
+    milliseconds (``*_tick_ms``): its work in a tick stops when either is reached and
+    resumes the next tick where it stopped (a unit that fits no tick's budget still runs
+    after 4 ticks of waiting, so work always progresses). The default time budgets sum
+    to 1 ms. ``tick_ms`` bounds them together, counted from the start of the plugin's
+    tick (ClockSystem), so the clock and the entity checks are charged to it too: the
+    systems spend what is left in turn
     (extraction, gossip, decay, consolidation), each within its own budget; a system
     that finds it spent waits for the next tick (at most 4 in a row). It is 0.7 so that
     what runs after them (a snapshot slice and the events: ~0.05 ms where the store's

@@ -222,6 +222,15 @@ class ExtractionPipeline:
             return False
         return self.gateway is None or len(self.in_flight) < self.llm.max_in_flight
 
+    def next_step(self) -> str:
+        """What the next :meth:`advance` does, named as a kind of step for its cost
+        estimate: "gist" (the rules turn a transcript read to its end into memories) or
+        "read" (a line, or a job sent to the LLM)."""
+        reading = self.reading
+        if reading is not None and reading.job is self.queue[0] and reading.line >= len(reading.job.turns):
+            return "gist"
+        return "read"
+
     def advance(self) -> int:
         """One step of dispatching the job first in the queue (see :meth:`can_advance`):
         offline, the rules read one line of it (the job leaves the queue, its result

@@ -192,6 +192,11 @@ class GossipBoard:
         else:
             self.dirty[room] = None
 
+    @property
+    def stale(self) -> bool:
+        """Whether a room waits to be rebuilt (see :meth:`refresh`)."""
+        return self.building is not None or bool(self.dirty)
+
     def refresh(
         self, deadline: float | None = None, steps: StepCosts | None = None, *, begun: bool = False
     ) -> bool:

@@ -29,7 +29,7 @@ from npc_memory.services.knowledge import KnowledgeService
 from npc_memory.services.memories import MemoryService
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.services.safety import is_marked, said
-from npc_memory.state import Part, StepCosts, WorldState
+from npc_memory.state import Part, TickShare, WorldState
 
 RULES_CONFIDENCE = 0.7
 """Confidence of memories the rule-based extractor made."""
@@ -199,17 +199,17 @@ class ConversationService:
         while applying is not None and not self._apply_next(applying):
             pass
 
-    def work(self, deadline: float | None, steps: StepCosts, *, finish_begun: bool = False) -> None:
+    def work(self, deadline: float, share: TickShare, *, finish_begun: bool = False) -> None:
         """The extraction work of one tick, a step at a time, stopping at the pack's count
-        caps or once ``time.perf_counter()`` passes ``deadline`` (after at least one step):
-        apply the results ready, a memory per step (the result being applied stays first
-        in line, so it is saved as pending until it is complete), then dispatch queued
-        jobs (offline: the rules read a line per step). A step that would likely end past
-        ``deadline`` (by what such steps took lately, ``steps``) waits for the next tick,
-        unless ``finish_begun`` (a quiet world) and it is part of a conversation begun (being
-        read, or read this tick and being applied). Work stopped resumes next tick where
-        it stopped."""
-        pipeline, budgets = self.pipeline, self.state.pack.budgets
+        caps or once ``time.perf_counter()`` passes ``deadline``: apply the results
+        ready, a memory per step (the result being applied stays first in line, so it is
+        saved as pending until it is complete), then dispatch queued jobs (offline: the
+        rules read a line per step). A step that would likely end past ``deadline`` (by
+        what such steps take, ``share.steps``) waits for the next tick, unless
+        ``finish_begun`` (a quiet world) and it is part of a conversation begun (being
+        read, or read this tick and being applied); the tick's first step starts as
+        :meth:`TickShare.starts` says. Work stopped resumes next tick where it stopped."""
+        pipeline, budgets, steps = self.pipeline, self.state.pack.budgets, share.steps
         pipeline.collect()
         applied = dispatched = 0
         read: ExtractionJob | None = None  # the job read to its end this tick
@@ -217,15 +217,20 @@ class ConversationService:
         now, begun, first = clock(), False, True
         while True:
             if pipeline.ready and applied < budgets.extraction_apply_per_tick:
-                kind = "apply"
+                applying = self.applying
+                resumed = applying is not None and applying.result is pipeline.ready[0]
+                kind = "apply" if resumed else "apply-first"
             elif dispatched < budgets.extraction_dispatch_per_tick and pipeline.can_advance():
-                kind = "read"
+                kind = pipeline.next_step()
             else:
                 return
-            if not steps.fits(kind, now, deadline) and not first and not (finish_begun and begun):
+            if first:
+                if not share.starts(kind, now, deadline, first=True):
+                    return  # no room for it in this tick: a later one
+            elif not steps.fits(kind, now, deadline) and not (finish_begun and begun):
                 return  # the step would likely end past the deadline: next tick
             first, started = False, now
-            if kind == "apply":
+            if kind.startswith("apply"):
                 applied += self._apply_step()
             else:
                 done = pipeline.advance()

@@ -9,12 +9,14 @@ start, less any room set aside for work after the budgeted systems
 began late leaves less. A system that finds the tick's budget spent does no work that
 tick, unless it has gone ``starve_ticks`` ticks without a turn; then it does one unit
 of work, so a system late in the order never starves. A system starts a unit of work
-only when it would likely end before the deadline, by what units of its kind took
-lately (:class:`StepCosts`); its first unit of a tick may start anyway when it is
-bigger than the system's own budget, or after ``starve_ticks`` ticks of waiting for a
-tick with room for it (see :meth:`TickShare.starts`). A tick then costs about
-``tick_ms`` plus a fraction of a unit, whatever each system has queued; systems keep
-their units small (a room surveyed a slice of occupants at a time, a pair at a time).
+only when, by what units of its kind took lately (:class:`StepCosts`), it would likely
+end before the system's deadline and, at most, before the end of the tick's budget; its
+first unit of a tick may also start when it would end within what is left of the
+tick's budget, or after ``starve_ticks`` ticks of waiting for a tick with room for it
+(see :meth:`TickShare.starts`). A tick then costs about ``tick_ms``, whatever each system
+has queued; systems keep their units small (a room surveyed a slice of occupants at a
+time, a pair at a time) and name them by what they cost (a transcript's last step,
+which turns its lines into memories, apart from reading a line).
 """
 
 from __future__ import annotations
@@ -30,8 +32,17 @@ QUIET = 0.1
 """A tick whose systems (but the one asking) worked less than this share of the budget
 leaves the next one quiet (see :attr:`TickShare.quiet`)."""
 
-STEP_WEIGHT = 0.1
-"""Weight of the latest step in a running estimate of what a kind of step takes."""
+STEP_WEIGHT = 0.125
+"""Weight of the latest step in the running mean of what a kind of step takes."""
+
+SPREAD_WEIGHT = 0.25
+"""Weight of the latest step's distance from that mean in the running mean deviation."""
+
+SPREAD_MARGIN = 3.0
+"""Mean deviations over the mean that a kind of step is expected to take at most (as a
+retransmission timeout is set from round-trip times, RFC 6298): steps of one kind vary
+(a line read for the first time or again, a teller who has news or not, a cold cache
+after the frame's sleep), and a step that ends past its deadline lengthens the tick."""
 
 CLOSE_TIMEOUT = 0.002
 """Real seconds the writer waits for a tick to close before it works anyway (a tick
@@ -107,21 +118,42 @@ class TickBudget:
 
 
 class StepCosts:
-    """A running estimate of the real seconds each kind of step takes, so that a step
-    that would likely end past a deadline waits for the next tick."""
+    """What each kind of step takes, so that a step that would likely end past a
+    deadline waits for the next tick. Per kind: the running mean of the real seconds
+    its steps took (:attr:`seconds`) and what a step is expected to take at most
+    (:attr:`most`: the mean plus ``SPREAD_MARGIN`` running mean deviations). A step
+    fits when its mean ends by the system's deadline, a soft bound (what a system
+    overruns, the systems after it lose), and its most by :attr:`limit`, the end of the
+    tick's budget."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        """Real seconds a step of each kind takes, on average lately."""
+        self.most: dict[str, float] = {}
+        """Real seconds a step of each kind is expected to take at most."""
+        self.deviation: dict[str, float] = {}
+        """Running mean deviation of each kind's steps from :attr:`seconds`."""
+        self.limit = math.inf
+        """``time.perf_counter()`` value by which every step is to end: the end of the
+        running tick's budget (set by :meth:`TickShare.deadline`)."""
 
     def fits(self, kind: str, now: float, deadline: float | None) -> bool:
         """Whether a ``kind`` step started at ``now`` (``time.perf_counter()``) would
-        likely end by ``deadline`` (``None``: no deadline)."""
-        return deadline is None or now + self.seconds.get(kind, 0.0) <= deadline
+        likely end by ``deadline`` (``None``: no deadline), and by :attr:`limit` at most."""
+        if deadline is None:
+            return True
+        return now + self.seconds.get(kind, 0.0) <= deadline and now + self.most.get(kind, 0.0) <= self.limit
 
     def took(self, kind: str, seconds: float) -> None:
         """A ``kind`` step took ``seconds``."""
-        estimate = self.seconds.get(kind, 0.0)
-        self.seconds[kind] = estimate + STEP_WEIGHT * (seconds - estimate)
+        mean = self.seconds.get(kind)
+        if mean is None:  # a first sample: its own size as its deviation
+            mean, deviation = seconds, seconds / 2.0
+        else:
+            deviation = self.deviation[kind] + SPREAD_WEIGHT * (abs(seconds - mean) - self.deviation[kind])
+            mean += STEP_WEIGHT * (seconds - mean)
+        self.seconds[kind], self.deviation[kind] = mean, deviation
+        self.most[kind] = mean + SPREAD_MARGIN * deviation
 
 
 class TickShare:
@@ -137,9 +169,9 @@ class TickShare:
         """Ticks in a row this system's first unit waited for a tick with room for it."""
         self.starving = False
         """Whether this tick's :meth:`deadline` is a starving system's one unit."""
-        self.cramped = False
-        """Whether this tick's :meth:`deadline` is what was left of the tick's budget,
-        less than the system's own."""
+        self.tick_deadline = 0.0
+        """``time.perf_counter()`` value at which this tick's budget runs out, as of
+        this system's :meth:`deadline`."""
         self.quiet = True
         """Whether the world is quiet as of the last :meth:`deadline`: in the last tick
         whose budget did not run out (one of the last ``starve_ticks``), the other systems
@@ -168,7 +200,8 @@ class TickShare:
             own = worked if calm_tick == tick.last_cpu_tick else 0.0
             self.quiet = tick.last_cpu - own < QUIET * tick.total_ms / 1000.0
         self.started_cpu = time.thread_time()
-        self.starving = self.cramped = False
+        self.starving = False
+        self.tick_deadline = self.steps.limit = now + tick.left
         if tick.left <= 0.0:
             tick.ran_out = True
             if self.skipped < tick.starve_ticks:
@@ -177,26 +210,24 @@ class TickShare:
             self.skipped, self.starving = 0, True
             return now  # starving: one unit of work
         self.skipped = 0
-        own = self.own_ms / 1000.0
-        self.cramped = tick.left < own
-        return now + min(own, tick.left)
+        return now + min(self.own_ms / 1000.0, tick.left)
 
     def starts(self, kind: str, now: float, deadline: float, *, first: bool) -> bool:
         """Whether to start a ``kind`` unit of work at ``now`` (``time.perf_counter()``):
         one that would likely end by ``deadline`` (see :meth:`deadline`). The system's
-        first unit of the tick waits only for a tick with more room: when what is left
-        of this tick's budget is less than the system's own and the unit would fit the
-        latter, at most ``starve_ticks`` ticks in a row."""
+        first unit of the tick may also start when it would likely end within what is
+        left of the tick's budget (a unit bigger than the system's own budget), or when
+        the system is starving; else it waits for a tick with room, at most
+        ``starve_ticks`` ticks in a row."""
         steps = self.steps
+        if steps.fits(kind, now, deadline):
+            if first:
+                self.waited = 0
+            return True
         if not first:
-            return steps.fits(kind, now, deadline)
-        roomier = self.cramped and steps.seconds.get(kind, 0.0) <= self.own_ms / 1000.0
-        if (
-            steps.fits(kind, now, deadline)
-            or self.starving
-            or not roomier
-            or self.waited >= self.tick.starve_ticks
-        ):
+            return False
+        starved = self.starving or self.waited >= self.tick.starve_ticks
+        if starved or steps.fits(kind, now, self.tick_deadline):
             self.waited = 0
             return True
         self.waited += 1

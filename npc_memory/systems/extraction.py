@@ -27,5 +27,5 @@ class ExtractionSystem(esper.Processor):
         deadline = self.share.deadline()
         if deadline is None:
             return
-        self.conversations.work(deadline, self.share.steps, finish_begun=self.share.quiet)
+        self.conversations.work(deadline, self.share, finish_begun=self.share.quiet)
         self.share.done()

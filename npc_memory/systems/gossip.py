@@ -19,8 +19,9 @@ from npc_memory.state import TickShare
 class GossipSystem(esper.Processor):
     """Each tick: refresh rooms that changed, then attempt at most ``budget`` exchanges
     (each a :meth:`KnowledgeService.gossip` call); both stop before a step that would
-    likely end past its share's deadline (rooms left to refresh wait for the next tick;
-    exchanges that a survey left no room for wait at most ``starve_ticks`` ticks, then
+    likely end past its share's deadline, and the tick's first step starts as
+    :meth:`TickShare.starts` says (rooms left to refresh wait for the next tick;
+    exchanges that surveys left no room for wait at most ``starve_ticks`` ticks, then
     go first)."""
 
     def __init__(self, knowledge: KnowledgeService, budget: int, share: TickShare) -> None:
@@ -37,15 +38,22 @@ class GossipSystem(esper.Processor):
         after ``starve_ticks`` such ticks exchanges go first."""
 
     def process(self, *args: Any, **kwargs: Any) -> None:
-        deadline = self.share.deadline()
+        share = self.share
+        deadline = share.deadline()
         if deadline is None:
             return
         board = self.board
-        overdue = self.waited >= self.share.tick.starve_ticks  # exchanges first this tick
-        surveyed = False if overdue else board.refresh(deadline, self.share.steps)
-        self._exchange(deadline, first=not surveyed)
+        overdue = self.waited >= share.tick.starve_ticks  # exchanges first this tick
+        if board.stale and not overdue:
+            if not share.starts("survey", time.perf_counter(), deadline, first=True):
+                self.waited += 1  # no room for a survey, nor for an exchange after it
+                return
+            board.refresh(deadline, share.steps)
+            self._exchange(deadline, first=False)
+            return
+        self._exchange(deadline, first=True)
         if overdue:
-            board.refresh(deadline, self.share.steps, begun=True)
+            board.refresh(deadline, share.steps, begun=True)
 
     def _exchange(self, deadline: float, *, first: bool) -> None:
         """Attempt up to ``budget`` exchanges; the first starts anyway when ``first``
