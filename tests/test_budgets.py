@@ -13,7 +13,7 @@ import pytest
 import npc_memory
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.services.board import SURVEY_SLICE, GossipBoard
-from npc_memory.state import StepCosts, TickBudget, world_context
+from npc_memory.state import StepCosts, TickBudget, TickShare, world_context
 from npc_memory.systems.decay import DecaySystem
 from npc_memory.systems.gossip import GossipSystem
 
@@ -187,33 +187,73 @@ def test_a_kind_whose_steps_vary_is_expected_to_take_as_long_as_its_slow_ones() 
     assert steps.fits("read", 5.0, 5.006)
 
 
-def test_a_first_unit_waits_for_a_tick_with_room_for_it() -> None:
-    budget = TickBudget(1.0)
-    share, big = budget.share(0.5), budget.share(0.2)
-    share.steps.took("pair", 0.0001)  # 0.1 ms, at most 0.25 ms by its spread: fits the system's 0.5 ms
-    big.steps.took("room", 0.0003)  # 0.3 ms, at most 0.75 ms: more than its system's 0.2 ms
-    started: dict[str, list[bool]] = {"pair": [], "room": []}
-    for _ in range(2 * (budget.starve_ticks + 1)):
+def first_units(budget: TickBudget, share: TickShare, kind: str, ticks: int) -> list[bool]:
+    """Whether ``share``'s first unit of ``kind`` starts in each of ``ticks`` ticks in
+    which the systems before it took all but 0.1 ms."""
+    started = []
+    for _ in range(ticks):
         budget.open()
-        budget.left = 0.0001  # the systems before took all but 0.1 ms
+        budget.left = 0.0001
         deadline = share.deadline()
         assert deadline is not None
         now = time.perf_counter()
-        assert not share.starts("pair", now, deadline, first=False)  # only a first unit may overrun
-        started["pair"].append(share.starts("pair", now, deadline, first=True))
-        budget.left = 0.0001
-        deadline = big.deadline()
-        assert deadline is not None
-        started["room"].append(big.starts("room", time.perf_counter(), deadline, first=True))
+        assert not share.starts(kind, now, deadline, first=False)  # only a first unit may overrun
+        started.append(share.starts(kind, now, deadline, first=True))
         budget.close()
+    return started
+
+
+def test_a_first_unit_waits_for_a_tick_with_room_for_it() -> None:
+    budget, other = TickBudget(1.0), TickBudget(1.0)
+    share, big = budget.share(0.5), other.share(0.2)
+    share.steps.took("pair", 0.0001)  # 0.1 ms, at most 0.25 ms by its spread: fits the system's 0.5 ms
+    big.steps.took("room", 0.0003)  # 0.3 ms, at most 0.75 ms: more than its system's 0.2 ms
     waits = [False] * budget.starve_ticks + [True] + [False] * budget.starve_ticks + [True]
-    assert started == {"pair": waits, "room": waits}  # at most starve_ticks ticks in a row
+    assert first_units(budget, share, "pair", len(waits)) == waits  # at most starve_ticks in a row
+    assert first_units(other, big, "room", len(waits)) == waits
     budget.open()
     deadline = share.deadline()  # a whole tick left
     assert deadline is not None and share.starts("pair", time.perf_counter(), deadline, first=True)
+    other.open()
     deadline = big.deadline()  # 0.2 ms of its own, but the tick has room for the unit
     assert deadline is not None and big.starts("room", time.perf_counter(), deadline, first=True)
     assert not big.starts("room", time.perf_counter(), deadline, first=False)  # and for one only
+
+
+def room_before(budget: TickBudget, before: TickShare) -> float:
+    """Opens a tick: the seconds the first system may spend."""
+    budget.open()
+    now = time.perf_counter()
+    deadline = before.deadline()
+    assert deadline is not None
+    return deadline - now
+
+
+def test_the_systems_before_one_about_to_start_anyway_leave_it_room() -> None:
+    budget = TickBudget(1.0)
+    before, later = budget.share(1.0), budget.share(0.2)
+    later.steps.took("room", 0.0002)  # 0.2 ms, at most 0.5 ms
+    for _ in range(budget.starve_ticks):
+        assert room_before(budget, before) > 0.0009  # nothing held
+        budget.left = 0.0001  # the system before took all but 0.1 ms: the later one waits
+        deadline = later.deadline()
+        assert deadline is not None and not later.starts("room", time.perf_counter(), deadline, first=True)
+        budget.close()
+    assert room_before(budget, before) < 0.00051  # its unit starts anyway now: 0.5 ms held for it
+    budget.left = 0.00055  # the system before stopped there
+    deadline = later.deadline()
+    assert deadline is not None and later.steps.fits("room", time.perf_counter(), later.tick_deadline)
+    assert later.starts("room", time.perf_counter(), deadline, first=True)
+    budget.close()
+    for _ in range(budget.starve_ticks):  # the budget spent before the later system's turn
+        assert room_before(budget, before) > 0.0009
+        budget.left = 0.0
+        assert later.deadline() is None
+        budget.close()
+    assert 0.00075 < room_before(budget, before) < 0.00081  # its own 0.2 ms held for its one unit
+    assert later.deadline() is not None
+    budget.close()
+    assert room_before(budget, before) > 0.0009  # held for that tick only
 
 
 def test_room_set_aside_for_the_next_tick_comes_off_its_budget_once() -> None:

@@ -75,6 +75,11 @@ class TickBudget:
         self.reserved = 0.0
         """Seconds set aside in the next tick's budget for work after the budgeted
         systems (see :meth:`reserve`)."""
+        self.holding = 0.0
+        """Seconds of the running tick's budget held for systems that waited in the
+        last tick and have not had their turn yet (see :meth:`TickShare.deadline`)."""
+        self.held = 0.0
+        """Seconds held so far for systems in the next tick."""
         self.idle = threading.Event()
         """Set while no tick runs: the store's writer thread works in the game's idle
         time and holds the interpreter at most one unit of work into a tick."""
@@ -86,6 +91,7 @@ class TickBudget:
         self.idle.clear()
         self.left = self.total_ms / 1000.0 - self.reserved
         self.reserved = 0.0
+        self.holding, self.held = self.held, 0.0
         self.charged_to = time.perf_counter()
         self.ticks += 1
         self.ran_out = False
@@ -170,8 +176,11 @@ class TickShare:
         self.starving = False
         """Whether this tick's :meth:`deadline` is a starving system's one unit."""
         self.tick_deadline = 0.0
-        """``time.perf_counter()`` value at which this tick's budget runs out, as of
-        this system's :meth:`deadline`."""
+        """``time.perf_counter()`` value at which this tick's budget runs out for this
+        system (what later systems hold aside), as of its :meth:`deadline`."""
+        self.hold: tuple[int, float] = (0, 0.0)
+        """The tick in which the systems before this one leave it room, and how many
+        seconds (see :meth:`deadline`)."""
         self.quiet = True
         """Whether the world is quiet as of the last :meth:`deadline`: in the last tick
         whose budget did not run out (one of the last ``starve_ticks``), the other systems
@@ -185,12 +194,20 @@ class TickShare:
         """The same for the last such tick whose budget did not run out."""
 
     def deadline(self) -> float | None:
-        """``time.perf_counter()`` value at which to stop this tick's work (after at
-        least one unit), or ``None``: the tick's budget is spent, do nothing now."""
+        """``time.perf_counter()`` value at which to stop this tick's work, or ``None``:
+        the tick's budget is spent, do nothing now. What systems later in the order hold
+        is not this system's to spend: a system that will do a unit of work anyway next
+        tick, having waited ``starve_ticks`` ticks for room, holds room for it (its own
+        budget, or what the unit takes at most)."""
         tick, now = self.tick, time.perf_counter()
         if tick.charged_to is not None:
             tick.left -= now - tick.charged_to  # what the systems before this one took
         tick.charged_to = now
+        held_at, held = self.hold
+        if held_at == tick.ticks:  # room the systems before this one left it
+            tick.holding -= held
+            self.hold = (0, 0.0)
+        left = tick.left - max(0.0, tick.holding)
         if self.worked[0] == tick.last_cpu_tick:
             self.worked_calm = self.worked
         if tick.last_cpu is None or tick.ticks - tick.last_cpu_tick > tick.starve_ticks:
@@ -201,16 +218,28 @@ class TickShare:
             self.quiet = tick.last_cpu - own < QUIET * tick.total_ms / 1000.0
         self.started_cpu = time.thread_time()
         self.starving = False
-        self.tick_deadline = self.steps.limit = now + tick.left
-        if tick.left <= 0.0:
+        self.tick_deadline = self.steps.limit = now + left
+        own = self.own_ms / 1000.0
+        if left <= 0.0:
             tick.ran_out = True
             if self.skipped < tick.starve_ticks:
                 self.skipped += 1
+                if self.skipped == tick.starve_ticks:  # its turn comes next tick: room for it
+                    self.hold_next(own)
                 return None
             self.skipped, self.starving = 0, True
             return now  # starving: one unit of work
         self.skipped = 0
-        return now + min(self.own_ms / 1000.0, tick.left)
+        return now + min(own, left)
+
+    def hold_next(self, seconds: float) -> None:
+        """Have the systems before this one leave it ``seconds`` in the next tick (at
+        most the tick's budget, all systems' holds together)."""
+        tick = self.tick
+        seconds = min(seconds, tick.total_ms / 1000.0 - tick.held)
+        if seconds > 0.0:
+            self.hold = (tick.ticks + 1, seconds)
+            tick.held += seconds
 
     def starts(self, kind: str, now: float, deadline: float, *, first: bool) -> bool:
         """Whether to start a ``kind`` unit of work at ``now`` (``time.perf_counter()``):
@@ -231,6 +260,8 @@ class TickShare:
             self.waited = 0
             return True
         self.waited += 1
+        if self.waited == self.tick.starve_ticks:  # it starts next tick: room for it
+            self.hold_next(steps.most.get(kind, 0.0))
         return False
 
     def done(self) -> None:
