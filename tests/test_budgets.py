@@ -189,11 +189,11 @@ def test_a_kind_whose_steps_vary_is_expected_to_take_as_long_as_its_slow_ones() 
 
 def first_units(budget: TickBudget, share: TickShare, kind: str, ticks: int) -> list[bool]:
     """Whether ``share``'s first unit of ``kind`` starts in each of ``ticks`` ticks in
-    which the systems before it took all but 0.1 ms."""
+    which the systems before it took all but 0.05 ms."""
     started = []
     for _ in range(ticks):
         budget.open()
-        budget.left = 0.0001
+        budget.left = 0.00005
         deadline = share.deadline()
         assert deadline is not None
         now = time.perf_counter()
@@ -227,6 +227,38 @@ def room_before(budget: TickBudget, before: TickShare) -> float:
     deadline = before.deadline()
     assert deadline is not None
     return deadline - now
+
+
+def test_a_kind_not_seen_yet_is_taken_to_take_the_system_s_own_budget() -> None:
+    budget = TickBudget(1.0)
+    share = budget.share(0.3)
+    budget.open()
+    budget.left = 0.0002  # less than the system's 0.3 ms
+    deadline = share.deadline()
+    assert deadline is not None and not share.starts("new", time.perf_counter(), deadline, first=True)
+    budget.close()
+    budget.open()
+    deadline = share.deadline()
+    assert deadline is not None and share.starts("new", time.perf_counter(), deadline, first=True)
+    assert StepCosts().fits("new", 5.0, 5.0)  # no budget to go by: nothing assumed
+
+
+def test_a_unit_that_no_tick_has_room_for_does_not_wait_for_one() -> None:
+    budget = TickBudget(1.0)
+    share = budget.share(0.2)
+    for _ in range(50):  # 0.1 or 0.5 ms: 0.3 ms on average, at most ~0.9 ms by its spread
+        share.steps.took("apply", 0.0001)
+        share.steps.took("apply", 0.0005)
+    lefts = [0.0006] * 5 + [0.0005, 0.0002]  # a tick usually has 0.6 ms left at its turn
+    started = []
+    for left in lefts:
+        budget.open()
+        budget.left = left
+        deadline = share.deadline()
+        assert deadline is not None
+        started.append(share.starts("apply", time.perf_counter(), deadline, first=True))
+        budget.close()
+    assert started[-2:] == [True, False]  # on average it fits 0.5 ms, not 0.2 ms
 
 
 def test_the_systems_before_one_about_to_start_anyway_leave_it_room() -> None:

@@ -132,7 +132,9 @@ class StepCosts:
     overruns, the systems after it lose), and its most by :attr:`limit`, the end of the
     tick's budget."""
 
-    def __init__(self) -> None:
+    def __init__(self, unknown: float = 0.0) -> None:
+        self.unknown = unknown
+        """Real seconds a step of a kind not seen yet is taken to take."""
         self.seconds: dict[str, float] = {}
         """Real seconds a step of each kind takes, on average lately."""
         self.most: dict[str, float] = {}
@@ -148,7 +150,15 @@ class StepCosts:
         likely end by ``deadline`` (``None``: no deadline), and by :attr:`limit` at most."""
         if deadline is None:
             return True
-        return now + self.seconds.get(kind, 0.0) <= deadline and now + self.most.get(kind, 0.0) <= self.limit
+        return now + self.mean(kind) <= deadline and now + self.at_most(kind) <= self.limit
+
+    def mean(self, kind: str) -> float:
+        """Real seconds a ``kind`` step takes on average lately."""
+        return self.seconds.get(kind, self.unknown)
+
+    def at_most(self, kind: str) -> float:
+        """Real seconds a ``kind`` step is expected to take at most."""
+        return self.most.get(kind, self.unknown)
 
     def took(self, kind: str, seconds: float) -> None:
         """A ``kind`` step took ``seconds``."""
@@ -168,7 +178,7 @@ class TickShare:
     def __init__(self, tick: TickBudget, own_ms: float) -> None:
         self.tick = tick
         self.own_ms = own_ms
-        self.steps = StepCosts()
+        self.steps = StepCosts(own_ms / 1000.0)  # a kind not seen yet: as long as the budget
         self.skipped = 0
         """Ticks in a row this system found the tick's budget spent."""
         self.waited = 0
@@ -181,6 +191,9 @@ class TickShare:
         self.hold: tuple[int, float] = (0, 0.0)
         """The tick in which the systems before this one leave it room, and how many
         seconds (see :meth:`deadline`)."""
+        self.room: float | None = None
+        """Running mean of the seconds of the tick's budget left at this system's turn
+        (``None``: no turn yet): the room a tick usually has for it."""
         self.quiet = True
         """Whether the world is quiet as of the last :meth:`deadline`: in the last tick
         whose budget did not run out (one of the last ``starve_ticks``), the other systems
@@ -219,6 +232,8 @@ class TickShare:
         self.started_cpu = time.thread_time()
         self.starving = False
         self.tick_deadline = self.steps.limit = now + left
+        room = max(0.0, left)
+        self.room = room if self.room is None else self.room + STEP_WEIGHT * (room - self.room)
         own = self.own_ms / 1000.0
         if left <= 0.0:
             tick.ran_out = True
@@ -245,9 +260,11 @@ class TickShare:
         """Whether to start a ``kind`` unit of work at ``now`` (``time.perf_counter()``):
         one that would likely end by ``deadline`` (see :meth:`deadline`). The system's
         first unit of the tick may also start when it would likely end within what is
-        left of the tick's budget (a unit bigger than the system's own budget), or when
-        the system is starving; else it waits for a tick with room, at most
-        ``starve_ticks`` ticks in a row."""
+        left of the tick's budget (a unit bigger than the system's own budget), when the
+        system is starving, or when what it takes at most is more than a tick usually
+        has for it (:attr:`room`: waiting would not help) and what it takes on average
+        fits what is left; else it waits for a tick with room, at most ``starve_ticks``
+        ticks in a row."""
         steps = self.steps
         if steps.fits(kind, now, deadline):
             if first:
@@ -256,12 +273,17 @@ class TickShare:
         if not first:
             return False
         starved = self.starving or self.waited >= self.tick.starve_ticks
-        if starved or steps.fits(kind, now, self.tick_deadline):
+        unlikely = self.room is not None and steps.at_most(kind) > self.room
+        if (
+            starved
+            or steps.fits(kind, now, self.tick_deadline)
+            or (unlikely and now + steps.mean(kind) <= self.tick_deadline)
+        ):
             self.waited = 0
             return True
         self.waited += 1
         if self.waited == self.tick.starve_ticks:  # it starts next tick: room for it
-            self.hold_next(steps.most.get(kind, 0.0))
+            self.hold_next(steps.at_most(kind))
         return False
 
     def done(self) -> None:
