@@ -418,23 +418,21 @@ Milliseconds = Annotated[float, Field(gt=0.0, le=1000.0, allow_inf_nan=False)]
 class Budgets(_Model):
     """Per-tick work budgets of the plugin's systems and its queue bounds.
 
-    Each system has a count cap (``*_per_tick``) and a wall-clock budget in
-    milliseconds (``*_tick_ms``): its work in a tick stops when either is reached and
-    resumes the next tick where it stopped (a unit that fits no tick's budget still runs
-    after 4 ticks of waiting, so work always progresses). The default time budgets sum
-    to 1 ms. ``tick_ms`` bounds them together, counted from the start of the plugin's
-    tick (ClockSystem), so the clock and the entity checks are charged to it too: the
-    systems spend what is left in turn
-    (extraction, gossip, decay, consolidation), each within its own budget; a system
-    that finds it spent waits for the next tick (at most 4 in a row). It is 0.7 so that
-    what runs after them (a snapshot slice and the events: ~0.05 ms where the store's
-    writer thread copies the documents, as on CPython with its GIL; where the tick copies
-    them, up to ``snapshot_tick_ms`` more) and units that outrun their estimate (more of
-    them in a large loaded world: there a tick with 0.8 had a p99 of 0.9-1.1 ms) still end
-    within 1 ms. ``snapshot_interval`` is in game seconds. ``extraction_queue`` bounds
-    the jobs waiting for extraction; when it is full, ``extraction_overflow`` either
-    extracts the job with the rules at once ("rules") or drops it, counted and announced
-    ("drop").
+    Each system has a count cap (``*_per_tick``) and a wall-clock budget in milliseconds
+    (``*_tick_ms``): its work in a tick stops when either is reached and resumes the
+    next tick where it stopped (a unit that fits no tick's budget still runs after 4
+    ticks of waiting, so work always progresses). The default time budgets sum to 1 ms.
+    ``tick_ms`` bounds them together, counted from the start of the plugin's tick
+    (ClockSystem), so the clock and the entity checks are charged to it too: the systems
+    spend what is left in turn (extraction, gossip, decay, consolidation), each within
+    its own budget; a system that finds it spent waits for the next tick (at most 4 in a
+    row). It is 0.7 so that what runs after them (a snapshot slice and the events: ~0.05
+    ms where the store's writer thread copies the documents, as on CPython with its GIL;
+    where the tick copies them, up to ``snapshot_tick_ms`` more) and the units that
+    outrun what their kind was expected to take at most still end within 1 ms.
+    ``snapshot_interval`` is in game seconds. ``extraction_queue`` bounds the jobs
+    waiting for extraction; when it is full, ``extraction_overflow`` either extracts the
+    job with the rules at once ("rules") or drops it, counted and announced ("drop").
     """
 
     tick_ms: Milliseconds = 0.7

@@ -5,18 +5,20 @@ ClockSystem opens the tick and EventSystem, last, closes it. In between, each
 budgeted system asks its :class:`TickShare` for a deadline: the earlier of its own
 budget and what is left of the tick's. The tick's budget is charged from ClockSystem's
 start, less any room set aside for work after the budgeted systems
-(:meth:`TickBudget.reserve`), so the clock and the entity checks count, and a tick that
-began late leaves less. A system that finds the tick's budget spent does no work that
-tick, unless it has gone ``starve_ticks`` ticks without a turn; then it does one unit
-of work, so a system late in the order never starves. A system starts a unit of work
-only when, by what units of its kind took lately (:class:`StepCosts`), it would likely
-end before the system's deadline and, at most, before the end of the tick's budget; its
-first unit of a tick may also start when it would end within what is left of the
-tick's budget, or after ``starve_ticks`` ticks of waiting for a tick with room for it
-(see :meth:`TickShare.starts`). A tick then costs about ``tick_ms``, whatever each system
-has queued; systems keep their units small (a room surveyed a slice of occupants at a
-time, a pair at a time) and name them by what they cost (a transcript's last step,
-which turns its lines into memories, apart from reading a line).
+(:meth:`TickBudget.reserve`) and any room held for a later system, so the clock and the
+entity checks count, and a tick that began late leaves less. A system that finds the
+tick's budget spent does no work that tick, unless it has gone ``starve_ticks`` ticks
+without a turn; then the systems before it leave it its own budget, so a system late in
+the order never starves. A system starts a unit of work only when, by what units of its
+kind took lately (:class:`StepCosts`), it would likely end before the system's deadline
+and, at most, before the end of the tick's budget; its first unit of a tick may also
+start when it would end within what is left of the tick's budget, when no tick is
+likely to have room for it, or after ``starve_ticks`` ticks of waiting for room (the
+systems before it then leave it that room; see :meth:`TickShare.starts`). A tick then
+costs about ``tick_ms``, whatever each system has queued; systems keep their units
+small (a room surveyed a slice of occupants at a time, a pair at a time) and name them
+by what they cost (a transcript's last step, which turns its lines into memories, apart
+from reading a line).
 """
 
 from __future__ import annotations
