@@ -166,11 +166,12 @@ _meta_decoder = msgspec.json.Decoder(_MetaFile)
 _lsn_decoder = msgspec.json.Decoder(_LsnOnly)
 _HEADER = record_encoder.encode(SegmentHeader())
 _pending_decoder = msgspec.json.Decoder(list[PendingForget])
+_NOT_SLUG = re.compile(r"[^a-z0-9_-]+")
 
 
 def file_name(key: str) -> str:
     """The file holding the document of ``key``: a readable slug plus a hash of the key."""
-    slug = re.sub(r"[^a-z0-9_-]+", "-", key.lower()).strip("-")[:40] or "doc"
+    slug = _NOT_SLUG.sub("-", key.lower()).strip("-")[:40] or "doc"
     digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
     return f"{slug}-{digest}.json"
 
