@@ -203,6 +203,15 @@ def first_units(budget: TickBudget, share: TickShare, kind: str, ticks: int) -> 
     return started
 
 
+def test_a_tick_is_charged_from_when_its_clock_began() -> None:
+    budget = TickBudget(1.0)
+    share = budget.share(1.0)
+    budget.open(time.perf_counter() - 0.0006)  # ClockSystem began 0.6 ms ago
+    now = time.perf_counter()
+    deadline = share.deadline()
+    assert deadline is not None and deadline - now < 0.00041
+
+
 def test_a_first_unit_waits_for_a_tick_with_room_for_it() -> None:
     budget, other = TickBudget(1.0), TickBudget(1.0)
     share, big = budget.share(0.5), other.share(0.2)

@@ -87,14 +87,14 @@ class TickBudget:
         time and holds the interpreter at most one unit of work into a tick."""
         self.idle.set()
 
-    def open(self) -> None:
-        """A tick starts (ClockSystem): what runs from here on (entity checks too) is
-        charged to its budget."""
+    def open(self, started: float | None = None) -> None:
+        """A tick starts (ClockSystem): what runs from ``started`` (``time.perf_counter()``;
+        ``None``: now) on, the entity checks too, is charged to its budget."""
         self.idle.clear()
         self.left = self.total_ms / 1000.0 - self.reserved
         self.reserved = 0.0
         self.holding, self.held = self.held, 0.0
-        self.charged_to = time.perf_counter()
+        self.charged_to = time.perf_counter() if started is None else started
         self.ticks += 1
         self.ran_out = False
         self.opened_cpu = time.thread_time()
