@@ -149,6 +149,23 @@ def test_who_enters_leaves_or_learns_during_a_split_survey_is_in_the_room_it_bui
     assert "n01" in tellers and "late" in listeners and "n00" not in listeners and "n39" not in listeners
 
 
+def test_a_room_survey_bigger_than_any_tick_still_rebuilds_the_room() -> None:
+    plugin = npc_memory.install(world="b", pack=pack_with(tick_ms=0.7))
+    for i in range(6):
+        plugin.add_npc(key=f"a{i}", room="yard")
+        plugin.learn_fact(f"a{i}", f"news {i}", topic=f"t{i}", importance=0.9)
+    tick("b", 3)
+    gossip = next(p for p in plugin.processors if isinstance(p, GossipSystem))
+    for _ in range(40):
+        gossip.share.steps.took("survey", 0.0009)  # slices lately took 0.9 ms: more than the tick's 0.7
+    for i in range(40):
+        plugin.add_npc(key=f"h{i}", room="hall")
+        plugin.learn_fact(f"h{i}", f"hall news {i}", topic=f"h{i}", importance=0.9)
+    rebuilds = board_of(plugin).rebuilds
+    tick("b", 3 * (gossip.share.tick.starve_ticks + 1))  # the hall takes 3 slices of 16
+    assert board_of(plugin).rebuilds > rebuilds and "hall" in board_of(plugin).rooms
+
+
 def test_a_system_starts_no_step_its_estimate_says_would_end_past_the_deadline() -> None:
     plugin = npc_memory.install(world="b", pack=pack_with(decay_tick_ms=1000.0), time_scale=HOUR)
     for i in range(4):

@@ -224,8 +224,11 @@ class ExtractionPipeline:
 
     def next_step(self) -> str:
         """What the next :meth:`advance` does, named as a kind of step for its cost
-        estimate: "gist" (the rules turn a transcript read to its end into memories) or
-        "read" (a line, or a job sent to the LLM)."""
+        estimate: "read" (the rules read a line), "gist" (they turn a transcript read to
+        its end into memories) or "send" (a job goes to the LLM, or, refused, to the
+        rules whole)."""
+        if self.gateway is not None and self.extractor is not None:
+            return "send"
         reading = self.reading
         if reading is not None and reading.job is self.queue[0] and reading.line >= len(reading.job.turns):
             return "gist"

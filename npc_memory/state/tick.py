@@ -1,24 +1,24 @@
 """The plugin's share of one tick: a wall-clock budget its systems spend in turn, and a
 flag that tells the store's writer thread when the tick is running.
 
-ClockSystem opens the tick and EventSystem, last, closes it. In between, each
-budgeted system asks its :class:`TickShare` for a deadline: the earlier of its own
-budget and what is left of the tick's. The tick's budget is charged from ClockSystem's
-start, less any room set aside for work after the budgeted systems
-(:meth:`TickBudget.reserve`) and any room held for a later system, so the clock and the
-entity checks count, and a tick that began late leaves less. A system that finds the
-tick's budget spent does no work that tick, unless it has gone ``starve_ticks`` ticks
-without a turn; then the systems before it leave it its own budget, so a system late in
-the order never starves. A system starts a unit of work only when, by what units of its
-kind took lately (:class:`StepCosts`), it would likely end before the system's deadline
-and, at most, before the end of the tick's budget; its first unit of a tick may also
-start when it would end within what is left of the tick's budget, when no tick is
-likely to have room for it, or after ``starve_ticks`` ticks of waiting for room (the
-systems before it then leave it that room; see :meth:`TickShare.starts`). A tick then
-costs about ``tick_ms``, whatever each system has queued; systems keep their units
-small (a room surveyed a slice of occupants at a time, a pair at a time) and name them
-by what they cost (a transcript's last step, which turns its lines into memories, apart
-from reading a line).
+ClockSystem opens the tick and EventSystem, last, closes it. In between, each budgeted
+system asks its :class:`TickShare` for a deadline: the earlier of its own budget and
+what is left of the tick's. The tick's budget is charged from ClockSystem's start, less
+any room set aside for work after the budgeted systems (:meth:`TickBudget.reserve`) and
+any room held for a later system, so the clock and the entity checks count, and a tick
+that began late leaves less. A system that finds the tick's budget spent does no work
+that tick, unless it has gone ``starve_ticks`` ticks without a turn; then the systems
+before it leave it its own budget, so a system late in the order never starves. A system
+starts a unit of work only when, by what units of its kind took lately
+(:class:`StepCosts`), it would likely end before the system's deadline and, at most,
+before the end of the tick's budget; its first unit of a tick may also start when it
+would end within what is left of the tick's budget, when no tick is likely to have room
+for it, or after ``starve_ticks`` ticks of waiting for room (the systems before it then
+leave it that room; see :meth:`TickShare.starts`). A tick then costs about ``tick_ms``
+(at times part of a unit more), whatever each system has queued; systems keep their
+units small (a room surveyed a slice of occupants at a time, a pair at a time) and name
+them by what they cost (a transcript's last step, which turns its lines into memories,
+apart from reading a line).
 """
 
 from __future__ import annotations
@@ -234,11 +234,13 @@ class TickShare:
         self.started_cpu = time.thread_time()
         self.starving = False
         self.tick_deadline = self.steps.limit = now + left
-        room = max(0.0, left)
-        self.room = room if self.room is None else self.room + STEP_WEIGHT * (room - self.room)
+        if not math.isinf(left):
+            room = max(0.0, left)
+            self.room = room if self.room is None else self.room + STEP_WEIGHT * (room - self.room)
         own = self.own_ms / 1000.0
         if left <= 0.0:
-            tick.ran_out = True
+            if tick.left <= 0.0:  # spent, not only held for later systems
+                tick.ran_out = True
             if self.skipped < tick.starve_ticks:
                 self.skipped += 1
                 if self.skipped == tick.starve_ticks:  # its turn comes next tick: room for it
@@ -251,9 +253,10 @@ class TickShare:
 
     def hold_next(self, seconds: float) -> None:
         """Have the systems before this one leave it ``seconds`` in the next tick (at
-        most the tick's budget, all systems' holds together)."""
+        most what the budget has after its reserve and the other holds). Room this system
+        does not claim in that tick (it did not run) is lost to the others for that tick."""
         tick = self.tick
-        seconds = min(seconds, tick.total_ms / 1000.0 - tick.held)
+        seconds = min(seconds, tick.total_ms / 1000.0 - tick.reserved - tick.held)
         if seconds > 0.0:
             self.hold = (tick.ticks + 1, seconds)
             tick.held += seconds

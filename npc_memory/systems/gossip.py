@@ -46,8 +46,7 @@ class GossipSystem(esper.Processor):
         overdue = self.waited >= share.tick.starve_ticks  # exchanges first this tick
         if board.stale and not overdue:
             if not share.starts("survey", time.perf_counter(), deadline, first=True):
-                self.waited += 1  # no room for a survey, nor for an exchange after it
-                return
+                return  # no room for a survey: at most starve_ticks ticks, then it runs
             board.refresh(deadline, share.steps)
             self._exchange(deadline, first=False)
             return
