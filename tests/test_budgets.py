@@ -300,7 +300,7 @@ def test_the_systems_before_one_about_to_start_anyway_leave_it_room() -> None:
     assert room_before(budget, before) < 0.00051  # its unit starts anyway now: 0.5 ms held for it
     budget.left = 0.00055  # the system before stopped there
     deadline = later.deadline()
-    assert deadline is not None and later.steps.fits("room", time.perf_counter(), later.tick_deadline)
+    assert deadline is not None and later.steps.fits("room", time.perf_counter(), later.steps.limit)
     assert later.starts("room", time.perf_counter(), deadline, first=True)
     budget.close()
     for _ in range(budget.starve_ticks):  # the budget spent before the later system's turn

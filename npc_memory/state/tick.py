@@ -145,7 +145,8 @@ class StepCosts:
         """Running mean deviation of each kind's steps from :attr:`seconds`."""
         self.limit = math.inf
         """``time.perf_counter()`` value by which every step is to end: the end of the
-        running tick's budget (set by :meth:`TickShare.deadline`)."""
+        running tick's budget, less what systems later in the order hold (set by
+        :meth:`TickShare.deadline`)."""
 
     def fits(self, kind: str, now: float, deadline: float | None) -> bool:
         """Whether a ``kind`` step started at ``now`` (``time.perf_counter()``) would
@@ -187,9 +188,6 @@ class TickShare:
         """Ticks in a row this system's first unit waited for a tick with room for it."""
         self.starving = False
         """Whether this tick's :meth:`deadline` is a starving system's one unit."""
-        self.tick_deadline = 0.0
-        """``time.perf_counter()`` value at which this tick's budget runs out for this
-        system (what later systems hold aside), as of its :meth:`deadline`."""
         self.hold: tuple[int, float] = (0, 0.0)
         """The tick in which the systems before this one leave it room, and how many
         seconds (see :meth:`deadline`)."""
@@ -233,7 +231,7 @@ class TickShare:
             self.quiet = tick.last_cpu - own < QUIET * tick.total_ms / 1000.0
         self.started_cpu = time.thread_time()
         self.starving = False
-        self.tick_deadline = self.steps.limit = now + left
+        self.steps.limit = now + left  # the tick's budget, but what later systems hold
         if not math.isinf(left):
             room = max(0.0, left)
             self.room = room if self.room is None else self.room + STEP_WEIGHT * (room - self.room)
@@ -281,8 +279,8 @@ class TickShare:
         unlikely = self.room is not None and steps.at_most(kind) > self.room
         if (
             starved
-            or steps.fits(kind, now, self.tick_deadline)
-            or (unlikely and now + steps.mean(kind) <= self.tick_deadline)
+            or steps.fits(kind, now, steps.limit)
+            or (unlikely and now + steps.mean(kind) <= steps.limit)
         ):
             self.waited = 0
             return True
