@@ -1,5 +1,5 @@
 """Persistence: snapshot rounds under a busy server's load, save() when little is dirty,
-the tick while a round runs, what a capture costs against an encode, checkpoints, full
+the tick and a busy frame while a round runs, what a capture costs against an encode, checkpoints, full
 save and cold load (each beside TinyDB's stock JSONStorage where it compares).
 
 The busy load is the stress mix of `scale.py`: per tick 4 conversations, 2 observed events, 10
@@ -200,29 +200,91 @@ def test_save_with_10_dirty_npcs_after_a_busy_load(benchmark: Any, tmp_path: Pat
     benchmark.pedantic(world.plugin.save, setup=dirty_ten, rounds=scale(benchmark, 30, 2), iterations=1)
 
 
-def test_tick_while_a_round_runs(benchmark: Any, tmp_path: Path, cleanup: None) -> None:
-    """The SnapshotSystem's tick while the writer thread captures and writes a round of
-    1,000 dirty NPCs (with the default capture on the writer: hand over the keys, or
-    see how far the round has come)."""
+def round_world(benchmark: Any, tmp_path: Path) -> BusyWorld:
+    """A world after 200 busy ticks (1,000 NPCs; fewer in the smoke run), saved, its
+    world current."""
     n = scale(benchmark, 1_000, 50)
     world = BusyWorld(tmp_path / "busy.db", n, 100 if n > 100 else 10)
     world.run(scale(benchmark, 200, 20), paced=False)
     world.plugin.save()
-    system = world.snapshot
     esper.switch_world("bench")
+    return world
+
+
+def start_round_if_done(world: BusyWorld) -> None:
+    """Unless a snapshot round runs: dirty every NPC and make a round due at the next tick."""
+    if not world.persistence.round_active:
+        for key in world.npcs:
+            world.plugin.remember(key, None, "the bell rang", importance=0.2)
+        world.plugin.clock.advance(60.0)
+
+
+def test_tick_while_a_round_runs(benchmark: Any, tmp_path: Path, cleanup: None) -> None:
+    """The SnapshotSystem's tick while the writer thread captures and writes a round of
+    1,000 dirty NPCs (with the default capture on the writer: hand over the keys, or
+    see how far the round has come)."""
+    world = round_world(benchmark, tmp_path)
+    system = world.snapshot
     rounds = scale(benchmark, 300, 3)
 
     def dirty_all() -> None:
-        if not world.persistence.round_active:
-            for key in world.npcs:
-                world.plugin.remember(key, None, "the bell rang", importance=0.2)
-            world.plugin.clock.advance(60.0)  # a round is due: this tick starts it
+        start_round_if_done(world)
         time.sleep(1 / 60)  # the writer works between frames, as in a paced game
 
     try:
         benchmark.pedantic(system.process, setup=dirty_all, rounds=rounds, iterations=1)
     finally:
         esper.switch_world("default")
+
+
+def test_busy_frame_while_a_round_runs(benchmark: Any, tmp_path: Path, cleanup: None) -> None:
+    """A frame of the game's own Python work (about 4 ms of it, no sleep: a busy game
+    thread) while the writer thread works through rounds of 1,000 dirty NPCs, frames
+    paced at 60 per second. ``extra_info``: the longest and the 99th-percentile wait of
+    the game thread within a frame (a gap between two steps of its work: the writer's
+    stint after the interpreter's switch interval handed it the GIL), and the rounds the
+    writer completed meanwhile."""
+    world = round_world(benchmark, tmp_path)
+    system = world.snapshot
+    steps = calibrated_steps(0.004)
+    waits: list[float] = []
+    durable = world.persistence.writer.durable_round if world.persistence.writer else 0
+
+    def between_frames() -> None:
+        start_round_if_done(world)
+        system.process()  # hands a due round's keys to the writer, or sees how far it has come
+        time.sleep(1 / 60 - 0.004)  # the frame's idle time: the writer works
+
+    def frame() -> None:
+        last = time.perf_counter()
+        longest = 0.0
+        for _ in range(steps):
+            sum(range(200))
+            now = time.perf_counter()
+            longest = max(longest, now - last)
+            last = now
+        waits.append(longest)
+
+    try:
+        benchmark.pedantic(frame, setup=between_frames, rounds=scale(benchmark, 600, 5), iterations=1)
+    finally:
+        esper.switch_world("default")
+    writer = world.persistence.writer
+    benchmark.extra_info.update({
+        "longest_wait_ms": round(max(waits) * 1e3, 3),
+        "p99_wait_ms": round(quantile(waits, 0.99) * 1e3, 3),
+        "rounds_durable": (writer.durable_round if writer else 0) - durable,
+    })
+
+
+def calibrated_steps(seconds: float) -> int:
+    """Steps of :func:`test_busy_frame_while_a_round_runs`'s work that take about
+    ``seconds`` on this machine with nothing else running."""
+    started = time.perf_counter()
+    for _ in range(1_000):
+        sum(range(200))
+        time.perf_counter()
+    return max(1, round(1_000 * seconds / (time.perf_counter() - started)))
 
 
 # ---------------------------------------------------------------------- capture against encode

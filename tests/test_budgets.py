@@ -11,9 +11,11 @@ import esper
 import pytest
 
 import npc_memory
+from npc_memory.clock import GameClock
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.services.board import SURVEY_SLICE, GossipBoard
 from npc_memory.state import StepCosts, TickBudget, TickShare, world_context
+from npc_memory.systems.clock import ClockSystem, first_positional
 from npc_memory.systems.decay import DecaySystem
 from npc_memory.systems.gossip import GossipSystem
 
@@ -220,13 +222,32 @@ def first_units(budget: TickBudget, share: TickShare, kind: str, ticks: int) -> 
     return started
 
 
-def test_a_tick_is_charged_from_when_its_clock_began() -> None:
+def test_a_tick_runs_and_is_charged_from_the_clock_systems_first_step() -> None:
     budget = TickBudget(1.0)
     share = budget.share(1.0)
-    budget.open(time.perf_counter() - 0.0006)  # ClockSystem began 0.6 ms ago
+    seen: list[bool] = []
+
+    def slow_dt(args: tuple[object, ...], kwargs: dict[str, object]) -> float | None:
+        seen.append(budget.idle.is_set())
+        time.sleep(0.0006)  # reading dt took 0.6 ms
+        return first_positional(args, kwargs)
+
+    ClockSystem(GameClock(), slow_dt, tick=budget).process(1 / 60)
     now = time.perf_counter()
     deadline = share.deadline()
+    assert seen == [False]  # the store's writer already stops at its next pause
     assert deadline is not None and deadline - now < 0.00041
+
+
+def test_a_clock_that_raises_leaves_no_tick_running() -> None:
+    budget = TickBudget(1.0)
+    clock = ClockSystem(GameClock(), fixed_step=None, tick=budget)
+    with pytest.raises(npc_memory.InvalidArgumentError, match="without dt"):
+        clock.process()
+    assert budget.idle.is_set() and budget.charged_to is None  # the writer thread does not wait for it
+    assert budget.last_cpu is None  # and it is no measure of a tick's work
+    clock.process(1 / 60)
+    assert not budget.idle.is_set()
 
 
 def test_a_first_unit_waits_for_a_tick_with_room_for_it() -> None:

@@ -87,14 +87,14 @@ class TickBudget:
         time and holds the interpreter at most one unit of work into a tick."""
         self.idle.set()
 
-    def open(self, started: float | None = None) -> None:
-        """A tick starts (ClockSystem): what runs from ``started`` (``time.perf_counter()``;
-        ``None``: now) on, the entity checks too, is charged to its budget."""
+    def open(self) -> None:
+        """A tick starts (ClockSystem, first thing): what runs from now on, the clock's
+        work and the entity checks too, is charged to its budget."""
         self.idle.clear()
         self.left = self.total_ms / 1000.0 - self.reserved
         self.reserved = 0.0
         self.holding, self.held = self.held, 0.0
-        self.charged_to = time.perf_counter() if started is None else started
+        self.charged_to = time.perf_counter()
         self.ticks += 1
         self.ran_out = False
         self.opened_cpu = time.thread_time()
@@ -106,6 +106,12 @@ class TickBudget:
         self.left = math.inf
         self.charged_to = None
         self.idle.set()
+
+    def abort(self) -> None:
+        """The tick failed before its systems ran (ClockSystem raised): no tick runs,
+        and it is no measure of a tick's work."""
+        self.ran_out = True
+        self.close()
 
     def reserve(self, seconds: float) -> None:
         """Set ``seconds`` aside in the next tick's budget for work that runs after the

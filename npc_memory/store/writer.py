@@ -5,7 +5,8 @@ A batch names documents to write either as *captures* (made by the tick, see
 the ``capture`` function it was given (one sequence of C calls per document, atomic
 under the GIL). Encoding, patches, file writes and fsyncs happen here, so a slow disk
 or a large document never stalls a frame. This thread gives up the GIL at least every
-``YIELD_EVERY`` seconds of work, so a game thread waking up never waits for it long.
+``YIELD_EVERY`` seconds of work (``CONTENDED_YIELD_EVERY`` once it finds the game thread
+busy), so a game thread waking up never waits for it long.
 
 With a :class:`~npc_memory.store.base.JournalStore` the batches waiting in the queue
 are written as one group, up to the first that completes a snapshot round (so a
@@ -57,6 +58,19 @@ YIELD_EVERY = 0.001
 """Seconds of work after which this thread lets other threads take the GIL: without
 it a thread that wants the GIL waits the interpreter's switch interval (5 ms). With
 the game thread always busy this thread then gets about a sixth of the interpreter."""
+HANDOFF = 0.00003
+"""Seconds this thread sleeps to give the GIL away. ``time.sleep(0)`` releases it and
+takes it straight back, usually before a waiting thread has woken up; that thread then
+waits a fresh switch interval, so a game thread could wait several milliseconds behind
+yields that never handed over. A sleep this long lets a waiting thread take it."""
+CONTENDED = 0.001
+"""Seconds this thread waited for the GIL after a yield beyond which another thread
+ran meanwhile and is taken to be busy: the game thread, mid-frame, which this thread
+interrupted when the interpreter's switch interval made it give the GIL up, and which
+now waits for it."""
+CONTENDED_YIELD_EVERY = 0.0002
+""":data:`YIELD_EVERY` after such a wait: a frame (and a tick about to start) waits for
+this thread at most about this long."""
 WINDOW = 600
 """Written groups whose latency :attr:`StoreWriter.latency` keeps."""
 BASES_PER_PAUSE = 16
@@ -141,6 +155,9 @@ class StoreWriter:
         """Set by the tick while a round has run half its interval: this thread then
         yields the GIL only as often as the interpreter makes it."""
         self._yielded = time.perf_counter()
+        self._contended = False
+        """Whether this thread waited longer than ``CONTENDED`` for the GIL after its
+        last yield (see :meth:`_hand_back`)."""
         self.bytes_written = 0
         """Journal bytes appended by this writer."""
         self.latency = SampleWindow(WINDOW)
@@ -385,19 +402,25 @@ class StoreWriter:
         if self.wait_idle is not None and self.wait_idle():
             self._hand_back()
             return
-        now = time.perf_counter()
-        if now - self._yielded >= (LATE_YIELD_EVERY if self.late else YIELD_EVERY):
-            time.sleep(0)  # releases the GIL: a waiting thread takes it
-            self._yielded = time.perf_counter()
+        every = YIELD_EVERY
+        if self.late:
+            every = LATE_YIELD_EVERY
+        elif self._contended:
+            every = CONTENDED_YIELD_EVERY
+        if time.perf_counter() - self._yielded >= every:
+            self._hand_back()
 
     def _hand_back(self) -> None:
-        """Give the GIL straight back after a wait. This thread comes out of a wait
-        holding the wait's lock until it has the GIL again; a game thread that needs
-        that lock meanwhile (to mark a tick running, to hand over a batch) gives up the
-        GIL to this thread and, without this, waits for it to reach its next pause or
-        the interpreter's switch interval (5 ms): a tick that took 5 ms."""
-        time.sleep(0)
+        """Give the GIL to a thread that waits for it (see :data:`HANDOFF`); also right
+        after a wait. This thread comes out of a wait holding the wait's lock until it
+        has the GIL again; a game thread that needs that lock meanwhile (to mark a tick
+        running, to hand over a batch) gives up the GIL to this thread and, without
+        this, waits for it to reach its next pause or the interpreter's switch interval
+        (5 ms): a tick that took 5 ms."""
+        before = time.perf_counter()
+        time.sleep(HANDOFF)
         self._yielded = time.perf_counter()
+        self._contended = self._yielded - before > CONTENDED
 
     def _write_whole(self, batches: list[WriteBatch]) -> None:
         for batch in batches:

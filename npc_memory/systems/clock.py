@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -54,15 +53,20 @@ class ClockSystem(esper.Processor):
         self.fixed_step = fixed_step
 
     def process(self, *args: Any, **kwargs: Any) -> None:
-        started = time.perf_counter()  # the clock's own work is charged to the tick's budget
-        dt = self.dt_source(args, kwargs)
-        if dt is None:
-            if self.fixed_step is None:
-                raise InvalidArgumentError(
-                    "esper.process() was called without dt: pass the real seconds of the frame, "
-                    "esper.process(dt), or install the plugin with fixed_step=<seconds per tick>"
-                )
-            dt = self.fixed_step
-        self.clock.advance_real(dt)
-        if self.tick is not None:
-            self.tick.open(started)
+        tick = self.tick
+        if tick is not None:  # first: the clock's own work is charged, and the writer thread stops sooner
+            tick.open()
+        try:
+            dt = self.dt_source(args, kwargs)
+            if dt is None:
+                if self.fixed_step is None:
+                    raise InvalidArgumentError(
+                        "esper.process() was called without dt: pass the real seconds of the frame, "
+                        "esper.process(dt), or install the plugin with fixed_step=<seconds per tick>"
+                    )
+                dt = self.fixed_step
+            self.clock.advance_real(dt)
+        except BaseException:
+            if tick is not None:  # no tick runs: the writer thread must not wait for one
+                tick.abort()
+            raise
