@@ -448,6 +448,29 @@ def test_the_demo_resumes_from_its_store(tmp_path: Path) -> None:
     assert (tmp_path / "notastore" / "thesis.txt").exists()
 
 
+def test_a_round_on_course_to_overrun_is_late_before_half_its_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(persistence, "gil_enabled", lambda: True)
+    gate = threading.Event()
+    store = RecordingStore(TinyDBStore(tmp_path / "w.db"), [], gate=gate)
+    plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=16.0), store=store)
+    for i in range(12):
+        plugin.add_npc(key=f"npc{i}")
+    writer = plugin._persistence.writer
+    assert writer is not None
+    tick("w", 16)  # the round starts; the disk is blocked, so none of it is written
+    tick("w", 1)  # 1 s in: too soon to judge its pace
+    assert plugin._persistence.round_active and not writer.late
+    tick("w", 1)  # 2 s in (an eighth of the interval), nothing done: it will not end in 12 s
+    assert writer.late and writer.taken == 0
+    gate.set()
+    plugin.flush()
+    tick("w", 2)
+    assert not plugin._persistence.round_active and not writer.late
+    npc_memory.uninstall("w")
+
+
 class RecordingStore:
     """A real store with a gate and a failure switch in front of its journal (test
     plumbing): ``writes`` gets the document keys of each append, ``kinds`` their

@@ -21,10 +21,11 @@ Disk work and encoding never happen on the tick.
 Shedding: a round starts only once the previous one is captured, and at most
 ``MAX_BACKLOG`` tick captures wait for the writer; the keys meanwhile coalesce
 further changes. Nothing is dropped: a slow disk shows as a growing
-:meth:`PersistenceService.oldest_unsaved`. The writer gives the GIL up every
-millisecond of work, so on an interpreter the game keeps busy it gets about a sixth
-of it; once a round has run half its interval it yields only at the interpreter's own
-switch interval (about half), trading a little tick latency for a store that keeps up.
+:meth:`PersistenceService.oldest_unsaved`. The writer works between ticks and gives
+the GIL up every millisecond of work (every 0.2 ms once it finds the game thread busy);
+once a round is late (past half its interval, or on course to take more than
+``LATE_PROJECTED`` of it) it yields only at the interpreter's own switch interval
+(about half of a busy interpreter), trading frame latency for a store that keeps up.
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ from npc_memory.store.writer import Players, StoreWriter, WriteBatch
 
 log = logging.getLogger("npc_memory.snapshot")
 
+LATE_CHECK = 0.125
+"""Share of the snapshot interval after which a round's pace tells whether it is late."""
+LATE_PROJECTED = 0.75
+"""A round on course (at its pace so far) to take more than this share of the snapshot
+interval is late: the writer takes a fair share of the GIL until it ends, so that no
+change waits more than about two intervals to reach the disk."""
 MAX_BACKLOG = 4096
 """Captured documents that may wait for the writer; capture pauses beyond (slow disk)."""
 END_COST = 0.0002
@@ -182,6 +189,10 @@ class PersistenceService:
         self._round_number = 0
         self._round_since: float | None = None
         self._round_active = False
+        self._round_size = 0
+        """Documents in the round the writer captures."""
+        self._round_taken_from = 0
+        """The writer's :attr:`StoreWriter.taken` when it got them."""
         self._last_round_start = state.clock.now
         self._previous_now = state.clock.now
         self._since: float | None = None
@@ -397,9 +408,7 @@ class PersistenceService:
                     began = time.perf_counter()
                     self._submit_end([], now)
                     self._end_cost += (time.perf_counter() - began - self._end_cost) * END_COST_WEIGHT
-            # past half its interval a round is late: the writer takes a fair share of the GIL
-            running = now - self._last_round_start
-            self.writer.late = self._round_active and running > budgets.snapshot_interval / 2
+            self.writer.late = self._round_active and self._late(now - self._last_round_start)
         elif self.writer.backlog < MAX_BACKLOG:
             self._capture_slice(now, started + budgets.snapshot_tick_ms / 1000.0)
 
@@ -578,12 +587,26 @@ class PersistenceService:
                 )
             )
 
+    def _late(self, running: float) -> bool:
+        """Whether the round the writer captures, ``running`` game seconds since it
+        started, is late: past half its interval, or, once ``LATE_CHECK`` of it has
+        passed, on course to take more than ``LATE_PROJECTED`` of it at the pace so far."""
+        assert self.writer is not None
+        interval = self.state.pack.budgets.snapshot_interval
+        if running > interval / 2:
+            return True
+        if running < LATE_CHECK * interval:
+            return False
+        done = min(self.writer.taken - self._round_taken_from, self._round_size)
+        return running * self._round_size > LATE_PROJECTED * interval * done
+
     def _submit_keys(
         self, keys: Collection[str], parts: Mapping[str, int], players: Mapping[str, Players]
     ) -> None:
         """Hand the round's ``keys`` to the writer to capture; the round stays active
         until it has, then :meth:`tick` submits the metadata."""
         assert self.writer is not None
+        self._round_size, self._round_taken_from = len(keys), self.writer.taken
         deletions = sorted(self.state.deleted)
         self.state.deleted.clear()
         self.writer.submit(

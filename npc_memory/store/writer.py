@@ -76,7 +76,7 @@ WINDOW = 600
 BASES_PER_PAUSE = 16
 """Captures let go of between two pauses once a group is on disk."""
 LATE_YIELD_EVERY = 0.005
-"""The same while :attr:`StoreWriter.late` (a round has run half its interval): the
+"""The same while :attr:`StoreWriter.late` (a round will not end in time): the
 interpreter's own switch interval, so a busy game thread and this one share it."""
 
 
@@ -146,14 +146,17 @@ class StoreWriter:
         self._failures: queue.SimpleQueue[tuple[WriteBatch, Exception]] = queue.SimpleQueue()
         self._submitted = 0  # captures submitted (tick thread only)
         self._written = 0  # captures written or failed (writer thread only)
+        self.taken = 0
+        """Documents this thread has taken from its batches to write (captured or handed
+        over), ever: a round's progress while its group is being written."""
         self.durable_round = 0
         """The last snapshot round whose completing batch is on disk."""
         self.captured_round = 0
         """The last snapshot round whose documents this thread has captured (and
         written, or failed to)."""
         self.late = False
-        """Set by the tick while a round has run half its interval: this thread then
-        yields the GIL only as often as the interpreter makes it."""
+        """Set by the tick while a round will not end in time: this thread then yields
+        the GIL only as often as the interpreter makes it."""
         self._yielded = time.perf_counter()
         self._contended = False
         """Whether this thread waited longer than ``CONTENDED`` for the GIL after its
@@ -385,12 +388,14 @@ class StoreWriter:
         passed."""
         for capture in batch.captures:
             self._pause()
+            self.taken += 1
             yield capture
         if batch.keys:
             assert self.capture is not None, "a batch of keys needs a writer with a capture function"
             parts, players, bases = batch.parts, batch.players, self._base
             for key in batch.keys:
                 self._pause()
+                self.taken += 1
                 base = updates[key] if key in updates else bases.get(key)
                 captured = self.capture(
                     key, parts.get(key, Part.ALL), players.get(key), None if base is None else base[1]
