@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import math
 import random
 import statistics
 import time
@@ -239,21 +240,33 @@ def test_tick_while_a_round_runs(benchmark: Any, tmp_path: Path, cleanup: None) 
 
 def test_busy_frame_while_a_round_runs(benchmark: Any, tmp_path: Path, cleanup: None) -> None:
     """A frame of the game's own Python work (about 4 ms of it, no sleep: a busy game
-    thread) while the writer thread works through rounds of 1,000 dirty NPCs, frames
-    paced at 60 per second. ``extra_info``: the longest and the 99th-percentile wait of
-    the game thread within a frame (a gap between two steps of its work: the writer's
-    stint after the interpreter's switch interval handed it the GIL), and the rounds the
-    writer completed meanwhile."""
+    thread) while the writer thread works through rounds of 1,000 dirty NPCs that are
+    not late (game time stands still between rounds), frames paced at 60 per second and
+    the garbage collector run between them (:class:`npc_memory.FrameCollector`).
+    ``extra_info``: the longest and the 99th-percentile wait of the game thread within a
+    frame (a gap between two steps of its work: the writer's stint after the
+    interpreter's switch interval handed it the GIL, or a collection), the same for the
+    wait to wake up from the frame's sleep (what it overslept: the writer's stint after
+    the game thread asked for the GIL back), and the rounds the writer completed."""
+    steps = calibrated_steps(0.004)  # before the world: the writer is not running yet
     world = round_world(benchmark, tmp_path)
     system = world.snapshot
-    steps = calibrated_steps(0.004)
     waits: list[float] = []
+    overslept: list[float] = []
     durable = world.persistence.writer.durable_round if world.persistence.writer else 0
+    idle = 1 / 60 - 0.004
+    collector = npc_memory.FrameCollector().start()  # as README advises a game
 
     def between_frames() -> None:
         start_round_if_done(world)
         system.process()  # hands a due round's keys to the writer, or sees how far it has come
-        time.sleep(1 / 60 - 0.004)  # the frame's idle time: the writer works
+        began = time.perf_counter()
+        collector.between_frames(idle)
+        rest = idle - (time.perf_counter() - began)
+        if rest > 0:  # the rest of the frame's idle time: the writer works
+            began = time.perf_counter()
+            time.sleep(rest)
+            overslept.append(time.perf_counter() - began - rest)
 
     def frame() -> None:
         last = time.perf_counter()
@@ -268,23 +281,31 @@ def test_busy_frame_while_a_round_runs(benchmark: Any, tmp_path: Path, cleanup: 
     try:
         benchmark.pedantic(frame, setup=between_frames, rounds=scale(benchmark, 600, 5), iterations=1)
     finally:
+        collector.stop()
         esper.switch_world("default")
     writer = world.persistence.writer
     benchmark.extra_info.update({
         "longest_wait_ms": round(max(waits) * 1e3, 3),
         "p99_wait_ms": round(quantile(waits, 0.99) * 1e3, 3),
+        "longest_overslept_ms": round(max(overslept) * 1e3, 3),
+        "p99_overslept_ms": round(quantile(overslept, 0.99) * 1e3, 3),
         "rounds_durable": (writer.durable_round if writer else 0) - durable,
     })
 
 
 def calibrated_steps(seconds: float) -> int:
     """Steps of :func:`test_busy_frame_while_a_round_runs`'s work that take about
-    ``seconds`` on this machine with nothing else running."""
-    started = time.perf_counter()
-    for _ in range(1_000):
-        sum(range(200))
-        time.perf_counter()
-    return max(1, round(1_000 * seconds / (time.perf_counter() - started)))
+    ``seconds`` on this machine: by the fastest of 5 runs of 50 ms."""
+    fastest = math.inf
+    for _ in range(5):
+        count = 0
+        started = now = time.perf_counter()
+        while now - started < 0.05:
+            sum(range(200))
+            now = time.perf_counter()
+            count += 1
+        fastest = min(fastest, (now - started) / count)
+    return max(1, round(seconds / fastest))
 
 
 # ---------------------------------------------------------------------- capture against encode

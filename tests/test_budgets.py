@@ -242,12 +242,16 @@ def test_a_tick_runs_and_is_charged_from_the_clock_systems_first_step() -> None:
 def test_a_clock_that_raises_leaves_no_tick_running() -> None:
     budget = TickBudget(1.0)
     clock = ClockSystem(GameClock(), fixed_step=None, tick=budget)
+    budget.reserve(0.0002)  # a round's end set aside for the next tick
+    budget.held = 0.0003  # room held for a system that waited
     with pytest.raises(npc_memory.InvalidArgumentError, match="without dt"):
         clock.process()
     assert budget.idle.is_set() and budget.charged_to is None  # the writer thread does not wait for it
-    assert budget.last_cpu is None  # and it is no measure of a tick's work
+    assert budget.last_cpu is None and budget.ticks == 0  # it is no measure of a tick's work
+    assert (budget.reserved, budget.held) == (0.0002, 0.0003)  # kept for the tick that runs
     clock.process(1 / 60)
-    assert not budget.idle.is_set()
+    assert not budget.idle.is_set() and budget.ticks == 1
+    assert budget.left == pytest.approx(0.0008) and budget.holding == 0.0003
 
 
 def test_a_first_unit_waits_for_a_tick_with_room_for_it() -> None:

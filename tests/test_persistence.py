@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -25,6 +25,7 @@ from npc_memory.services import persistence
 from npc_memory.store import AuditEntry, EncodedDocument, JournalStore, StoreContents, StoreMeta, TinyDBStore
 from npc_memory.store.records import MetaRecord, NpcPatch, Put, Record
 from npc_memory.store.tinydb_store import file_name
+from npc_memory.store.writer import StoreWriter
 from npc_memory.systems.snapshot import SnapshotSystem
 
 from .conftest import reset_esper, tick
@@ -448,9 +449,10 @@ def test_the_demo_resumes_from_its_store(tmp_path: Path) -> None:
     assert (tmp_path / "notastore" / "thesis.txt").exists()
 
 
-def test_a_round_on_course_to_overrun_is_late_before_half_its_interval(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def blocked_village(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[npc_memory.MemoryPlugin, StoreWriter, threading.Event]]:
+    """12 NPCs, a round every 16 s captured on the writer, whose disk is blocked until
+    the gate is set (set again at the end, so the writer never waits for its timeout)."""
     monkeypatch.setattr(persistence, "gil_enabled", lambda: True)
     gate = threading.Event()
     store = RecordingStore(TinyDBStore(tmp_path / "w.db"), [], gate=gate)
@@ -459,16 +461,41 @@ def test_a_round_on_course_to_overrun_is_late_before_half_its_interval(
         plugin.add_npc(key=f"npc{i}")
     writer = plugin._persistence.writer
     assert writer is not None
+    try:
+        yield plugin, writer, gate
+    finally:
+        gate.set()
+        npc_memory.uninstall("w")
+
+
+def test_a_round_on_course_to_overrun_is_late_before_half_its_interval(
+    blocked_village: tuple[npc_memory.MemoryPlugin, StoreWriter, threading.Event],
+) -> None:
+    plugin, writer, gate = blocked_village
     tick("w", 16)  # the round starts; the disk is blocked, so none of it is written
     tick("w", 1)  # 1 s in: too soon to judge its pace
     assert plugin._persistence.round_active and not writer.late
     tick("w", 1)  # 2 s in (an eighth of the interval), nothing done: it will not end in 12 s
-    assert writer.late and writer.taken == 0
+    assert writer.late and writer.round_progress[1] == 0
     gate.set()
-    plugin.flush()
-    tick("w", 2)
+    plugin.flush()  # its documents are written now...
+    tick("w", 1)
+    assert plugin._persistence.round_active and writer.late  # ...but it stays late until it ends
+    tick("w", 1)
     assert not plugin._persistence.round_active and not writer.late
-    npc_memory.uninstall("w")
+
+
+def test_a_save_ends_a_late_round_and_its_lateness(
+    blocked_village: tuple[npc_memory.MemoryPlugin, StoreWriter, threading.Event],
+) -> None:
+    plugin, writer, gate = blocked_village
+    tick("w", 18)  # a round, late at 2 s in
+    assert writer.late
+    gate.set()
+    plugin.save()  # ends the round
+    assert not writer.late  # the writer stops taking a fair share of the interpreter
+    tick("w", 3)
+    assert not writer.late
 
 
 class RecordingStore:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from pathlib import Path
 
+import pytest
+
 from npc_memory.store import StoreMeta, TinyDBStore
+from npc_memory.store import writer as writer_module
 from npc_memory.store.base import Store
 from npc_memory.store.documents import Part
 from npc_memory.store.records import Capture, NpcCapture, capture_document
@@ -50,3 +54,94 @@ def test_a_round_is_durable_before_the_next_rounds_documents_are_written(tmp_pat
     reopened.close()
     assert contents.meta is not None and contents.meta.snapshots == 1
     assert list(contents.documents) == ["npc-a"]
+
+
+def test_a_rounds_progress_counts_its_own_documents(tmp_path: Path) -> None:
+    """The tick judges a round's pace by the documents of that round the writer has
+    taken, not by what earlier batches held."""
+    second, release = threading.Event(), threading.Event()
+
+    def capture(key: str, parts: int, players: object, base: NpcCapture | None) -> Capture:
+        if key == "npc-b":
+            second.set()
+            assert release.wait(10)
+        return capture_document(npc(key))
+
+    writer = StoreWriter(TinyDBStore(tmp_path / "w.db"), capture=capture)
+    try:
+        writer.submit(WriteBatch(keys=["npc-x", "npc-y"], round=4))  # documents, not a round's rest
+        writer.submit(WriteBatch(keys=["npc-a", "npc-b", "npc-c"], round=5, captures_round=True))
+        assert second.wait(10)
+        assert writer.round_progress == (5, 2)  # npc-a taken, npc-b being captured
+        release.set()
+        writer.drain()
+        assert writer.round_progress == (5, 3)
+    finally:
+        release.set()
+        writer.close()
+
+
+class FakeTime:
+    """A clock that stands still but for the sleeps, each taking ``HANDOFF`` plus
+    ``extra`` (the wait for the GIL that a busy game thread makes)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.extra = 0.0
+        self.sleeps = 0
+        self.shortest = math.inf
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps += 1
+        self.shortest = min(self.shortest, seconds)
+        self.now += seconds + self.extra
+
+
+def test_the_writer_yields_more_often_once_it_finds_the_game_thread_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = StoreWriter(TinyDBStore(tmp_path / "w.db"))
+    writer.close()  # its thread is done: _pause runs here, on a fake clock
+    clock = FakeTime()
+    monkeypatch.setattr(writer_module, "time", clock)
+
+    def yields_after(seconds: float) -> bool:
+        """Whether a pause ``seconds`` after the last yield gives the GIL away."""
+        clock.now = writer._yielded + seconds
+        before = clock.sleeps
+        writer._pause()
+        return clock.sleeps > before
+
+    writer._hand_back()  # a yield no one took the GIL in: the shortest so far
+    assert not yields_after(0.0005) and yields_after(0.0011)  # every YIELD_EVERY (1 ms)
+    clock.extra = 0.002  # the game thread took the GIL for 2 ms: it is busy
+    writer._hand_back()
+    assert yields_after(0.00025)  # every CONTENDED_YIELD_EVERY (0.2 ms) now
+    clock.extra = 0.0
+    assert yields_after(0.00025)  # (that yield came back at once)
+    assert not yields_after(0.00025) and yields_after(0.0011)  # every millisecond again
+    writer.late = True  # a round will not end in time: a fair share
+    assert not yields_after(0.0045) and yields_after(0.0051)
+    assert clock.shortest > 0.0  # each yield sleeps: sleep(0) takes the GIL straight back
+
+
+def test_a_timer_that_sleeps_long_is_not_taken_for_a_busy_game_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the operating system cannot sleep 30 µs (its shortest sleep is 1.5 ms),
+    only a yield that takes ``CONTENDED`` longer than the shortest counts as contended."""
+    writer = StoreWriter(TinyDBStore(tmp_path / "w.db"))
+    writer.close()
+    writer._shortest_yield = math.inf  # forget the real yields its thread made
+    clock = FakeTime()
+    clock.extra = 0.0015
+    monkeypatch.setattr(writer_module, "time", clock)
+    for _ in range(3):
+        writer._hand_back()
+        assert not writer._contended
+    clock.extra = 0.0015 + 0.0012
+    writer._hand_back()
+    assert writer._contended

@@ -23,9 +23,10 @@ Shedding: a round starts only once the previous one is captured, and at most
 further changes. Nothing is dropped: a slow disk shows as a growing
 :meth:`PersistenceService.oldest_unsaved`. The writer works between ticks and gives
 the GIL up every millisecond of work (every 0.2 ms once it finds the game thread busy);
-once a round is late (past half its interval, or on course to take more than
-``LATE_PROJECTED`` of it) it yields only at the interpreter's own switch interval
-(about half of a busy interpreter), trading frame latency for a store that keeps up.
+once a round it captures is late (past half its interval, or on course to take more
+than ``LATE_PROJECTED`` of it), until the round ends, it yields only at the
+interpreter's default switch interval (about half of a busy interpreter), trading frame
+latency for a store that keeps up.
 """
 
 from __future__ import annotations
@@ -191,8 +192,6 @@ class PersistenceService:
         self._round_active = False
         self._round_size = 0
         """Documents in the round the writer captures."""
-        self._round_taken_from = 0
-        """The writer's :attr:`StoreWriter.taken` when it got them."""
         self._last_round_start = state.clock.now
         self._previous_now = state.clock.now
         self._since: float | None = None
@@ -408,7 +407,9 @@ class PersistenceService:
                     began = time.perf_counter()
                     self._submit_end([], now)
                     self._end_cost += (time.perf_counter() - began - self._end_cost) * END_COST_WEIGHT
-            self.writer.late = self._round_active and self._late(now - self._last_round_start)
+            # once late, late until the round ends: its pace so far was measured while late
+            writer = self.writer
+            writer.late = self._round_active and (writer.late or self._late(now - self._last_round_start))
         elif self.writer.backlog < MAX_BACKLOG:
             self._capture_slice(now, started + budgets.snapshot_tick_ms / 1000.0)
 
@@ -590,14 +591,16 @@ class PersistenceService:
     def _late(self, running: float) -> bool:
         """Whether the round the writer captures, ``running`` game seconds since it
         started, is late: past half its interval, or, once ``LATE_CHECK`` of it has
-        passed, on course to take more than ``LATE_PROJECTED`` of it at the pace so far."""
+        passed, on course to take more than ``LATE_PROJECTED`` of it at the pace so far
+        (:attr:`StoreWriter.round_progress`)."""
         assert self.writer is not None
         interval = self.state.pack.budgets.snapshot_interval
         if running > interval / 2:
             return True
         if running < LATE_CHECK * interval:
             return False
-        done = min(self.writer.taken - self._round_taken_from, self._round_size)
+        round_number, taken = self.writer.round_progress
+        done = taken if round_number == self._round_number else 0
         return running * self._round_size > LATE_PROJECTED * interval * done
 
     def _submit_keys(
@@ -606,7 +609,7 @@ class PersistenceService:
         """Hand the round's ``keys`` to the writer to capture; the round stays active
         until it has, then :meth:`tick` submits the metadata."""
         assert self.writer is not None
-        self._round_size, self._round_taken_from = len(keys), self.writer.taken
+        self._round_size = len(keys)
         deletions = sorted(self.state.deleted)
         self.state.deleted.clear()
         self.writer.submit(
@@ -649,6 +652,7 @@ class PersistenceService:
         )
         self._round_active = False
         self._end_reserved = False  # (a save() may end the round first)
+        self.writer.late = False
 
     def _settle(self) -> list[Exception]:
         """Take in what the writer finished: failed batches go back to dirty (dated as

@@ -82,6 +82,7 @@ class TickBudget:
         last tick and have not had their turn yet (see :meth:`TickShare.deadline`)."""
         self.held = 0.0
         """Seconds held so far for systems in the next tick."""
+        self._opened_with = 0.0  # what was reserved for the running tick (see abort)
         self.idle = threading.Event()
         """Set while no tick runs: the store's writer thread works in the game's idle
         time and holds the interpreter at most one unit of work into a tick."""
@@ -92,6 +93,7 @@ class TickBudget:
         work and the entity checks too, is charged to its budget."""
         self.idle.clear()
         self.left = self.total_ms / 1000.0 - self.reserved
+        self._opened_with = self.reserved
         self.reserved = 0.0
         self.holding, self.held = self.held, 0.0
         self.charged_to = time.perf_counter()
@@ -108,10 +110,14 @@ class TickBudget:
         self.idle.set()
 
     def abort(self) -> None:
-        """The tick failed before its systems ran (ClockSystem raised): no tick runs,
-        and it is no measure of a tick's work."""
-        self.ran_out = True
-        self.close()
+        """The tick failed before its systems ran (ClockSystem raised): as if it had
+        not opened; the room set aside or held for the next tick is kept for it."""
+        self.reserved, self._opened_with = self._opened_with, 0.0
+        self.held, self.holding = self.holding, 0.0
+        self.ticks -= 1
+        self.left = math.inf
+        self.charged_to = None
+        self.idle.set()
 
     def reserve(self, seconds: float) -> None:
         """Set ``seconds`` aside in the next tick's budget for work that runs after the

@@ -28,6 +28,7 @@ document it held: each is written whole again.
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
@@ -46,6 +47,7 @@ from npc_memory.store.records import (
     Record,
     diff,
     encode_capture,
+    gil_enabled,
 )
 from npc_memory.window import SampleWindow
 
@@ -56,18 +58,18 @@ MAINTENANCE_SLICE = 0.001
 whether the game's tick is running)."""
 YIELD_EVERY = 0.001
 """Seconds of work after which this thread lets other threads take the GIL: without
-it a thread that wants the GIL waits the interpreter's switch interval (5 ms). With
-the game thread always busy this thread then gets about a sixth of the interpreter."""
+it a thread that wants the GIL waits the interpreter's switch interval (5 ms)."""
 HANDOFF = 0.00003
-"""Seconds this thread sleeps to give the GIL away. ``time.sleep(0)`` releases it and
-takes it straight back, usually before a waiting thread has woken up; that thread then
-waits a fresh switch interval, so a game thread could wait several milliseconds behind
-yields that never handed over. A sleep this long lets a waiting thread take it."""
+"""Seconds this thread sleeps to give the GIL away (the operating system's timer makes
+it more: about 0.1 ms on Linux). ``time.sleep(0)`` releases the GIL and takes it
+straight back, usually before a waiting thread has woken up; that thread then waits a
+fresh switch interval, so a game thread could wait several milliseconds behind yields
+that never handed over. A sleep lets a waiting thread take it."""
 CONTENDED = 0.001
-"""Seconds this thread waited for the GIL after a yield beyond which another thread
-ran meanwhile and is taken to be busy: the game thread, mid-frame, which this thread
-interrupted when the interpreter's switch interval made it give the GIL up, and which
-now waits for it."""
+"""Seconds a yield took beyond the shortest one seen (what the timer makes of
+``HANDOFF``) after which another thread ran meanwhile and is taken to be busy: the
+game thread, mid-frame, which this thread interrupted when the interpreter's switch
+interval made it give the GIL up, and which now waits for it."""
 CONTENDED_YIELD_EVERY = 0.0002
 """:data:`YIELD_EVERY` after such a wait: a frame (and a tick about to start) waits for
 this thread at most about this long."""
@@ -77,7 +79,7 @@ BASES_PER_PAUSE = 16
 """Captures let go of between two pauses once a group is on disk."""
 LATE_YIELD_EVERY = 0.005
 """The same while :attr:`StoreWriter.late` (a round will not end in time): the
-interpreter's own switch interval, so a busy game thread and this one share it."""
+interpreter's default switch interval, so a busy game thread and this one share it."""
 
 
 Base = tuple[int, NpcCapture]
@@ -146,9 +148,10 @@ class StoreWriter:
         self._failures: queue.SimpleQueue[tuple[WriteBatch, Exception]] = queue.SimpleQueue()
         self._submitted = 0  # captures submitted (tick thread only)
         self._written = 0  # captures written or failed (writer thread only)
-        self.taken = 0
-        """Documents this thread has taken from its batches to write (captured or handed
-        over), ever: a round's progress while its group is being written."""
+        self.round_progress = (0, 0)
+        """The snapshot round whose documents this thread is taking (the last batch
+        that holds the rest of a round, :attr:`WriteBatch.captures_round`) and how many
+        of them it has taken so far: the round's progress while its group is written."""
         self.durable_round = 0
         """The last snapshot round whose completing batch is on disk."""
         self.captured_round = 0
@@ -159,8 +162,11 @@ class StoreWriter:
         the GIL only as often as the interpreter makes it."""
         self._yielded = time.perf_counter()
         self._contended = False
-        """Whether this thread waited longer than ``CONTENDED`` for the GIL after its
-        last yield (see :meth:`_hand_back`)."""
+        """Whether this thread's last yield took ``CONTENDED`` longer than the shortest
+        (see :meth:`_hand_back`)."""
+        self._shortest_yield = math.inf
+        self._yields = gil_enabled()
+        """Whether there is a GIL to give away (a free-threaded interpreter has none)."""
         self.bytes_written = 0
         """Journal bytes appended by this writer."""
         self.latency = SampleWindow(WINDOW)
@@ -384,18 +390,23 @@ class StoreWriter:
     def _captures(self, batch: WriteBatch, updates: Mapping[str, Base | None]) -> Iterator[Capture]:
         """The batch's captures, then captures of its keys made now (of the parts
         changed since what the store holds: ``updates`` pending in this group, else
-        what is on disk); gives up the GIL between documents once ``YIELD_EVERY`` has
-        passed."""
+        what is on disk); pauses between documents (see :meth:`_pause`)."""
+        counted = batch.round if batch.captures_round else 0
+        taken = 0
         for capture in batch.captures:
             self._pause()
-            self.taken += 1
+            if counted:
+                taken += 1
+                self.round_progress = (counted, taken)
             yield capture
         if batch.keys:
             assert self.capture is not None, "a batch of keys needs a writer with a capture function"
             parts, players, bases = batch.parts, batch.players, self._base
             for key in batch.keys:
                 self._pause()
-                self.taken += 1
+                if counted:
+                    taken += 1
+                    self.round_progress = (counted, taken)
                 base = updates[key] if key in updates else bases.get(key)
                 captured = self.capture(
                     key, parts.get(key, Part.ALL), players.get(key), None if base is None else base[1]
@@ -404,8 +415,14 @@ class StoreWriter:
                     yield captured
 
     def _pause(self) -> None:
+        """Between two pieces of work: wait while a tick runs, and give the GIL away
+        once this thread has held it ``YIELD_EVERY`` (``CONTENDED_YIELD_EVERY`` after a
+        yield that found the game thread busy, ``LATE_YIELD_EVERY`` while a round is
+        late)."""
         if self.wait_idle is not None and self.wait_idle():
             self._hand_back()
+            return
+        if not self._yields:
             return
         every = YIELD_EVERY
         if self.late:
@@ -422,10 +439,14 @@ class StoreWriter:
         running, to hand over a batch) gives up the GIL to this thread and, without
         this, waits for it to reach its next pause or the interpreter's switch interval
         (5 ms): a tick that took 5 ms."""
+        if not self._yields:
+            return
         before = time.perf_counter()
         time.sleep(HANDOFF)
         self._yielded = time.perf_counter()
-        self._contended = self._yielded - before > CONTENDED
+        took = self._yielded - before
+        self._shortest_yield = min(self._shortest_yield, took)
+        self._contended = took - self._shortest_yield > CONTENDED
 
     def _write_whole(self, batches: list[WriteBatch]) -> None:
         for batch in batches:
