@@ -173,6 +173,20 @@ def test_the_writer_checkpoints_in_slices_when_the_journal_grows(tmp_path: Path)
     store.close()
 
 
+def test_folding_a_document_pauses_between_its_changes(tmp_path: Path) -> None:
+    """A checkpoint gives the writer's pause a turn between the steps of one document's
+    fold (its file read, each change, its encoding), not only between documents: a
+    large document's fold is no single long stretch the game's tick waits behind."""
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1)
+    expected = patched(store, "hilda", [0.6, 0.7, 0.8, 0.9])
+    pauses: list[None] = []
+    while store.maintain(10.0, lambda: pauses.append(None)):
+        pass
+    assert len(pauses) >= 1 + 4 + 1  # the document, each of its 4 changes, its encoding
+    assert store.load().documents["hilda"] == expected
+    store.close()
+
+
 def test_reading_a_long_journal_for_a_checkpoint_is_sliced_too(tmp_path: Path) -> None:
     """The records are read a slice at a time (the writer goes back to new snapshot
     batches in between), and appends made meanwhile are kept."""

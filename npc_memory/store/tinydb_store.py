@@ -769,7 +769,7 @@ class TinyDBStore:
                 pause()
             key = fold.keys[fold.position]
             try:
-                self._fold_key(fold, key, fold.entries[key])
+                self._fold_key(fold, key, fold.entries[key], pause)
             except StoreCorruptError as exc:
                 if fold.strict:
                     raise
@@ -784,7 +784,12 @@ class TinyDBStore:
                 break
         return fold.position >= len(fold.keys)
 
-    def _fold_key(self, fold: _Fold, key: str, entries: list[_Entry]) -> None:
+    def _fold_key(
+        self, fold: _Fold, key: str, entries: list[_Entry], pause: Callable[[], None] | None = None
+    ) -> None:
+        """Fold ``entries`` into ``key``'s file; calls ``pause`` between the steps (reading
+        the file, decoding it, each change, encoding it): a large document's fold takes
+        tenths of a millisecond."""
         path = self.path / DOCS_DIR / file_name(key)
         shard_lsn = self._shard_lsn(path)
         entries = [e for e in entries if e.lsn > shard_lsn]  # the rest is in the file already
@@ -800,12 +805,21 @@ class TinyDBStore:
         if last_whole < 0 and not path.exists():
             self._fold_problem(fold, key, "changes a document whose file is missing")
             return
+        if pause is not None:
+            pause()
         with collection_paused():  # a decoded document is many short-lived objects
-            folded = self._folded(fold, key, path, shard_lsn, entries, last_whole)
+            folded = self._folded(fold, key, path, shard_lsn, entries, last_whole, pause or _no_pause)
         self._write_shard(path, *folded)
 
     def _folded(
-        self, fold: _Fold, key: str, path: Path, shard_lsn: int, entries: list[_Entry], last_whole: int
+        self,
+        fold: _Fold,
+        key: str,
+        path: Path,
+        shard_lsn: int,
+        entries: list[_Entry],
+        last_whole: int,
+        pause: Callable[[], None],
     ) -> tuple[str, bytes, int]:
         """``(kind, JSON, lsn)`` of ``key``'s document with ``entries`` applied."""
         document: Document
@@ -819,6 +833,7 @@ class TinyDBStore:
                 return put.kind, put.data, put.lsn
             document, lsn = document_decoder.decode(put.data), put.lsn
         for entry in patches:
+            pause()
             patch = record_decoder.decode(self._payload(entry))
             assert isinstance(patch, NpcPatch)
             problem = _misfit(document, patch, lsn)
@@ -831,6 +846,7 @@ class TinyDBStore:
                 self._fold_problem(fold, key, f"change at lsn {patch.lsn} does not apply: {problem}")
                 break
             lsn = patch.lsn
+        pause()
         encoded = encode_document(document)
         return encoded.kind, encoded.data, lsn
 
@@ -1131,6 +1147,10 @@ def _matches(pattern: re.Pattern[str], path: Path) -> bool:
         return pattern.search(path.read_bytes().decode("utf-8", "replace")) is not None
     except FileNotFoundError:
         return False
+
+
+def _no_pause() -> None:
+    pass
 
 
 def _encoded(records: Iterable[Record], keys: set[str]) -> Iterator[bytes]:
