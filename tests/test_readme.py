@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -87,7 +88,10 @@ def fake_claude(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-readme-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "no-anthropic-config"))
-    monkeypatch.chdir(tmp_path)  # anything a block writes by a relative path lands here
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # anything a block writes by a relative path lands here
+    (tmp_path / "temp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))  # its tempfile.mkdtemp() stores here
     return api
 
 
