@@ -131,7 +131,7 @@ def test_the_writer_yields_more_often_once_it_finds_the_game_thread_busy(
 def test_a_timer_that_sleeps_long_is_not_taken_for_a_busy_game_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where the operating system cannot sleep 30 µs (its shortest sleep is 1.5 ms),
+    """Where the operating system cannot sleep 0.1 ms (its shortest sleep is 1.5 ms),
     only a yield that takes ``CONTENDED`` longer than the shortest counts as contended."""
     writer = StoreWriter(TinyDBStore(tmp_path / "w.db"))
     writer.close()

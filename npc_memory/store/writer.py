@@ -59,12 +59,13 @@ whether the game's tick is running)."""
 YIELD_EVERY = 0.001
 """Seconds of work after which this thread lets other threads take the GIL: without
 it a thread that wants the GIL waits the interpreter's switch interval (5 ms)."""
-HANDOFF = 0.00003
-"""Seconds this thread sleeps to give the GIL away (the operating system's timer makes
-it more: about 0.1 ms on Linux). ``time.sleep(0)`` releases the GIL and takes it
-straight back, usually before a waiting thread has woken up; that thread then waits a
-fresh switch interval, so a game thread could wait several milliseconds behind yields
-that never handed over. A sleep lets a waiting thread take it."""
+HANDOFF = 0.0001
+"""Seconds this thread sleeps to give the GIL away. ``time.sleep(0)`` releases it and
+takes it straight back, usually before a waiting thread has woken up; that thread then
+waits a fresh switch interval, so a game thread could wait several milliseconds behind
+yields that never handed over. A waiting thread wakes within tens of microseconds,
+not always within 30 (a game thread then waited up to 5 ms in busy frames); within
+this it does."""
 CONTENDED = 0.001
 """Seconds a yield took beyond the shortest one seen (what the timer makes of
 ``HANDOFF``) after which another thread ran meanwhile and is taken to be busy: the
