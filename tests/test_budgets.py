@@ -4,6 +4,7 @@ whichever comes first, always makes progress, and resumes where it stopped;
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -380,3 +381,26 @@ def test_a_snapshot_round_ends_in_a_tick_with_room_set_aside_for_it(tmp_path: Pa
     plugin.flush()
     tick("b", 1)
     assert plugin.unsaved_seconds() == 0.0
+
+
+def test_a_systems_usual_room_follows_what_ticks_leave_it_but_not_ticks_without_a_budget() -> None:
+    budget = TickBudget(1.0)
+    share = budget.share(0.5)
+    assert share.room is None  # no turn yet
+    for _ in range(40):
+        budget.open()
+        budget.left = 0.0003  # the systems before it left 0.3 ms
+        share.deadline()
+        budget.close()
+    assert share.room == pytest.approx(0.0003, abs=0.00002)
+    budget.total_ms = math.inf  # deterministic: no time budget at all
+    budget.open()
+    share.deadline()
+    budget.close()
+    assert share.room == pytest.approx(0.0003, abs=0.00002)  # an unbounded tick says nothing of room
+    budget.total_ms = 1.0
+    budget.open()
+    budget.left = 0.0  # a tick already spent at its turn
+    share.deadline()
+    budget.close()
+    assert share.room == pytest.approx(0.0003 * (1 - 1 / 8), abs=0.00002)  # one tick moves it an eighth
