@@ -142,6 +142,18 @@ def test_extraction_in_many_small_steps_ends_as_extraction_at_once() -> None:
     assert plugin.extraction.stats.applied == len(CONVERSATIONS) and plugin.extraction.stats.duplicates == 0
 
 
+def test_each_kind_of_extraction_step_has_its_own_cost_estimate() -> None:
+    """Reading a line, turning a transcript into memories, a result's first memory (which
+    starts the result: its NPC's and player's lookups, a new pair) and its next ones
+    cost differently, so each is estimated apart."""
+    plugin = install(1.0)
+    converse(plugin, CONVERSATIONS[1])  # several memories from one result
+    run_until_idle(plugin)
+    [system] = [p for p in plugin.processors if isinstance(p, ExtractionSystem)]
+    assert set(system.share.steps.seconds) == {"read", "gist", "apply-first", "apply"}  # offline: nothing sent
+    assert len(plugin.memories("hilda", "alice")) >= 2
+
+
 def test_a_quiet_tick_completes_a_conversation_within_the_default_budgets(village: Any) -> None:
     plugin = village.plugin
     seen: list[MemoriesExtracted] = []
