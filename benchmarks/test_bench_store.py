@@ -287,8 +287,8 @@ def test_busy_frame_while_a_round_runs(benchmark: Any, tmp_path: Path, cleanup: 
     benchmark.extra_info.update({
         "longest_wait_ms": round(max(waits) * 1e3, 3),
         "p99_wait_ms": round(quantile(waits, 0.99) * 1e3, 3),
-        "longest_overslept_ms": round(max(overslept) * 1e3, 3),
-        "p99_overslept_ms": round(quantile(overslept, 0.99) * 1e3, 3),
+        "longest_overslept_ms": round(max(overslept, default=0.0) * 1e3, 3),
+        "p99_overslept_ms": round(quantile(overslept, 0.99) * 1e3, 3) if overslept else None,
         "rounds_durable": (writer.durable_round if writer else 0) - durable,
     })
 
