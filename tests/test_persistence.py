@@ -23,6 +23,7 @@ from npc_memory.errors import StoreError
 from npc_memory.events import Event, Hostile, SnapshotFailed
 from npc_memory.services import persistence
 from npc_memory.store import AuditEntry, EncodedDocument, JournalStore, StoreContents, StoreMeta, TinyDBStore
+from npc_memory.store import writer as writer_module
 from npc_memory.store.records import MetaRecord, NpcPatch, Put, Record
 from npc_memory.store.tinydb_store import file_name
 from npc_memory.store.writer import StoreWriter
@@ -583,3 +584,97 @@ def test_removed_and_stored_documents_are_written(tmp_path: Path, monkeypatch: p
     assert (hilda.archetype, hilda.room, [m.content for m in hilda.bank.players["alice"].episodic]) == (
         "blacksmith", "forge", ["Alice bought nails"])
     assert documents["alice"].room == "forge"
+
+
+class GatedStore(RecordingStore):
+    """A :class:`RecordingStore` whose ``block``-th append that carries documents
+    (counting from 1; 0: the first that carries metadata) waits for ``gate`` while
+    ``armed``; ``reached`` is set once it waits."""
+
+    def __init__(self, inner: TinyDBStore, block: int, gate: threading.Event) -> None:
+        super().__init__(inner, [])
+        self.block, self.hold, self.reached, self.appends, self.armed = block, gate, threading.Event(), 0, False
+
+    def append(self, records: Iterable[Record]) -> int:
+        batch = list(records)
+        if self.armed:
+            self.appends += any(isinstance(r, (Put, NpcPatch)) for r in batch)
+            meta = any(isinstance(r, MetaRecord) for r in batch)
+            if (self.block == 0 and meta) or (self.block and self.appends == self.block):
+                self.armed = False
+                self.reached.set()
+                assert self.hold.wait(30), "the test never opened the gate"
+        return super().append(batch)
+
+
+def gated_village(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> tuple[npc_memory.MemoryPlugin, GatedStore, threading.Event]:
+    """Six NPCs, saved; a round every 16 s on the writer, two documents per group."""
+    monkeypatch.setattr(persistence, "gil_enabled", lambda: True)
+    monkeypatch.setattr(writer_module, "ROUND_GROUP", 2)
+    gate = threading.Event()
+    store = GatedStore(TinyDBStore(tmp_path / "w.db"), block, gate)
+    plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=16.0), store=store)
+    for i in range(6):
+        plugin.add_npc(key=f"npc{i}", room=f"room{i}")
+    plugin.add_player(key="alice", room="room0")
+    plugin.save()
+    store.writes.clear()
+    store.armed = True
+    return plugin, store, gate
+
+
+def test_a_round_half_on_disk_counts_only_the_rest_as_unsaved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round's documents are written oldest change first, two to a group here: with
+    the first group on disk and the second held at the disk, the oldest unsaved change
+    is the first change of the third NPC, not the round's oldest."""
+    plugin, store, gate = gated_village(tmp_path, monkeypatch, block=2)
+    try:
+        start = plugin.clock.now
+        for i in range(6):  # npc<i> first changes at start + i
+            plugin.remember(f"npc{i}", None, f"note {i}")
+            tick("w", 1)
+        assert plugin.unsaved_seconds() == plugin.clock.now - start
+        tick("w", 16 - 6)  # the round starts
+        assert store.reached.wait(10), "the round's second group never reached the disk"
+        now = plugin.clock.now
+        assert store.writes == [["npc0", "npc1"]]
+        assert plugin.unsaved_seconds() == now - (start + 2)  # npc0 and npc1 are on disk
+        gate.set()
+        plugin.flush()
+        tick("w", 2)  # the round's end is handed over and written
+        plugin.flush()
+        assert plugin.unsaved_seconds() <= 2.0
+    finally:
+        gate.set()
+        npc_memory.uninstall("w")
+
+
+def test_a_queued_extraction_is_unsaved_until_metadata_made_after_it_is_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conversation's end is in its NPC's document, its extraction job only in the
+    store's metadata: while every document of the round is on disk and its metadata is
+    held at the disk, the job still counts as unsaved from when it was queued."""
+    plugin, store, gate = gated_village(tmp_path, monkeypatch, block=0)
+    try:
+        start = plugin.clock.now
+        plugin.say("npc0", "alice", "Alice", "I lost my ring at the mill.")
+        plugin.end_conversation("npc0", "alice")  # queued at start
+        tick("w", 1)
+        for i in range(1, 6):
+            plugin.remember(f"npc{i}", None, f"note {i}")
+        tick("w", 16 - 1)  # the round starts
+        plugin.flush()  # its documents are on disk (the writer does not wait for ticks)
+        tick("w", 2)  # its end is seen, then handed over
+        assert store.reached.wait(10), "the round's metadata never reached the disk"
+        now = plugin.clock.now
+        assert {key for w in store.writes for key in w} >= {f"npc{i}" for i in range(6)}  # every document is on disk...
+        assert plugin.unsaved_seconds() >= now - start  # ...but not the job
+        gate.set()
+        plugin.flush()
+        tick("w", 1)
+        plugin.flush()
+        assert plugin.unsaved_seconds() < now - start
+    finally:
+        gate.set()
+        npc_memory.uninstall("w")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from npc_memory.store import StoreMeta, TinyDBStore
 from npc_memory.store import writer as writer_module
 from npc_memory.store.base import Store
 from npc_memory.store.documents import Part
-from npc_memory.store.records import Capture, NpcCapture, capture_document
+from npc_memory.store.records import Capture, NpcCapture, Record, capture_document
 from npc_memory.store.writer import StoreWriter, WriteBatch
 
 from .test_store_contract import npc
@@ -145,3 +146,79 @@ def test_a_timer_that_sleeps_long_is_not_taken_for_a_busy_game_thread(
     clock.extra = 0.0015 + 0.0012
     writer._hand_back()
     assert writer._contended
+
+
+class RecordingStore(TinyDBStore):
+    """A real store that notes, for each journal append, the keys it carried and how
+    far the writer said the round was on disk when the append began."""
+
+    def __init__(self, path: Path, writer: list[StoreWriter]) -> None:
+        super().__init__(path)
+        self.writer = writer
+        self.appends: list[tuple[tuple[int, int], list[str]]] = []
+
+    def append(self, records: Iterable[Record]) -> int:
+        progress = self.writer[0].round_durable
+        keys: list[str] = []
+
+        def noted() -> Iterator[Record]:
+            for record in records:
+                keys.append(getattr(record, "key", ""))
+                yield record
+
+        written = super().append(noted())
+        self.appends.append((progress, keys))
+        return written
+
+
+def test_a_round_is_written_oldest_change_first_and_made_durable_a_group_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round's keys are taken in the order of its parts (the order of their first
+    change), each ``ROUND_GROUP`` of them appended and fsynced on its own, and
+    ``round_durable`` counts the entries of the parts whose documents are on disk,
+    entries the round no longer holds (a key forgotten meanwhile) included."""
+    monkeypatch.setattr(writer_module, "ROUND_GROUP", 2)
+    holder: list[StoreWriter] = []
+    store = RecordingStore(tmp_path / "w.db", holder)
+    writer = StoreWriter(store, capture=lambda key, parts, players, base: capture_document(npc(key)))
+    holder.append(writer)
+    parts = dict.fromkeys(["npc-c", "npc-a", "npc-gone", "npc-b", "npc-e", "npc-d"], Part.ALL)
+    try:
+        keys = {"npc-a", "npc-b", "npc-c", "npc-d", "npc-e"}
+        writer.submit(WriteBatch(keys=keys, parts=parts, round=7, captures_round=True))
+        writer.drain()
+        assert writer.take_failures() == []
+        assert store.appends == [
+            ((0, 0), ["npc-c", "npc-a"]),
+            ((7, 3), ["npc-b", "npc-e"]),  # npc-c, npc-a and npc-gone are done
+            ((7, 5), ["npc-d"]),
+        ]
+        assert writer.round_durable == (7, 6)
+    finally:
+        writer.close()
+        store.close()
+
+
+def test_a_round_with_keys_its_parts_do_not_order_is_written_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys the parts do not order (made dirty again after a failed write) come
+    first, and the round is one append: how far it is on disk is then not told by
+    position, so ``round_durable`` stays where it was."""
+    monkeypatch.setattr(writer_module, "ROUND_GROUP", 2)
+    holder: list[StoreWriter] = []
+    store = RecordingStore(tmp_path / "w.db", holder)
+    writer = StoreWriter(store, capture=lambda key, parts, players, base: capture_document(npc(key)))
+    holder.append(writer)
+    try:
+        keys = ["npc-a", "npc-b", "npc-c", "npc-z"]
+        parts = dict.fromkeys(["npc-c", "npc-b", "npc-a"], Part.ALL)
+        writer.submit(WriteBatch(keys=keys, parts=parts, round=3, captures_round=True))
+        writer.drain()
+        assert writer.take_failures() == []
+        assert store.appends == [((0, 0), ["npc-z", "npc-c", "npc-b", "npc-a"])]
+        assert writer.round_durable == (0, 0)
+    finally:
+        writer.close()
+        store.close()

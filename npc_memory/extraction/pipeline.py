@@ -156,6 +156,8 @@ class ExtractionPipeline:
         is idempotent per conversation), so a crash never loses one."""
         self.released_total = 0
         """How many jobs were ever handed out (the number of the last in ``released``)."""
+        self.enqueued_total = 0
+        """How many jobs were ever queued (each is saved as pending from then on)."""
         self.restored: set[str] = set()
         """Conversations of the jobs taken back after a restart and not applied since: a
         snapshot may hold part of their result already (applied a memory per step)."""
@@ -168,6 +170,7 @@ class ExtractionPipeline:
         if len(self.queue) >= self.budgets.extraction_queue:
             return False
         self.queue.append(job)
+        self.enqueued_total += 1
         self.stats.queued += 1
         return True
 

@@ -7,7 +7,16 @@ metadata (clock, random state, pending extractions) as of that tick. The round's
 documents are *captured* — their containers copied, records shared, nothing encoded
 (see :mod:`npc_memory.store.records`) — and the store's writer thread encodes them as
 patches against what it wrote last and appends them to the journal, one fsync per
-batch. The round is complete once its last batch is on disk.
+batch and per ``ROUND_GROUP`` of a round's documents. The round is complete once its
+last batch is on disk.
+
+How stale the store is (:meth:`PersistenceService.oldest_unsaved`): every change is
+dated (to the tick before the one that first saw it); a round hands its keys over in
+the order of their first change and the writer takes them in that order, so once its
+first groups are on disk the round's oldest unsaved change is the first change of the
+first key not yet written (:attr:`StoreWriter.round_durable`). Extraction jobs are
+saved only with a round's metadata, so a job queued since the last metadata counts as
+unsaved until the next is on disk.
 
 Where the interpreter has a GIL (every CPython before the free-threaded builds) the
 writer captures the round's documents itself, each with one sequence of C calls that
@@ -31,11 +40,13 @@ latency for a store that keeps up.
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import logging
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from npc_memory.components import (
@@ -87,6 +98,44 @@ END_COST = 0.0002
 """Seconds a round's end (its metadata, handed to the writer) is first expected to take
 on the tick; measured from then on, weighted ``END_COST_WEIGHT`` per round."""
 END_COST_WEIGHT = 0.25
+
+
+@dataclass(slots=True)
+class _Unsettled:
+    """A round taken and not yet on disk."""
+
+    round: int
+    since: float
+    """Game time of the oldest change it carries."""
+    released: int
+    """Extraction jobs released before it started."""
+    jobs: float | None = None
+    """Game time of the oldest extraction job its metadata is the first to save."""
+
+
+@dataclass(slots=True)
+class _Dates:
+    """When keys were first marked, in the order of :attr:`WorldState.changed`: the
+    keys from position ``starts[i]`` on changed at game time ``times[i]`` or later."""
+
+    starts: list[int] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    count: int = 0
+    """Keys dated so far."""
+
+    def date(self, count: int, time: float) -> None:
+        """The keys from :attr:`count` up to ``count`` changed at ``time`` or later."""
+        if count > self.count:
+            self.starts.append(self.count)
+            self.times.append(time)
+            self.count = count
+
+    def first_after(self, position: int) -> float | None:
+        """When the key at ``position`` (or any later one) first changed, at the
+        earliest; ``None`` past the last key."""
+        if position >= self.count:
+            return None
+        return self.times[bisect.bisect_right(self.starts, position) - 1]
 
 
 def document_of(handle: Handle, now: float) -> Document:
@@ -197,9 +246,20 @@ class PersistenceService:
         self._since: float | None = None
         """Game time of the oldest change not yet taken into a round (conservative:
         the game time of the tick before the one that first saw it)."""
-        self._unsettled: deque[tuple[int, float, int]] = deque()
-        """(round, oldest change, extraction jobs released before it started) of rounds
-        taken and not yet on disk, oldest first."""
+        self._unsettled: deque[_Unsettled] = deque()
+        """Rounds taken and not yet on disk, oldest first."""
+        self._marks: _Dates = _Dates()
+        """When the keys of :attr:`WorldState.changed` were first marked."""
+        self._undated = False
+        """Whether keys were made dirty again since the last round began (a failed
+        write), so :attr:`_marks` do not date every key of the next round."""
+        self._dates: tuple[int, _Dates] | None = None
+        """The round the writer captures and when its keys were first marked."""
+        self._jobs_seen = pipeline.enqueued_total
+        """Extraction jobs queued up to the last metadata handed to the writer."""
+        self._jobs_since: float | None = None
+        """Game time of the oldest extraction job queued since then (saved only with
+        the metadata of a round: conservative like :attr:`_since`)."""
         self._failed_rounds: set[int] = set()
         """Rounds a batch of which failed (their released jobs stay saved as pending)."""
         self._capture_cost = 0.0
@@ -383,6 +443,7 @@ class PersistenceService:
             return
         if self._since is None and (state.dirty or state.deleted):
             self._since = self._previous_now  # changed at or after the previous tick
+        self._date_changes()
         self._previous_now = now
         budgets = state.pack.budgets
         if not self._round_active and now - self._last_round_start >= budgets.snapshot_interval:
@@ -435,7 +496,7 @@ class PersistenceService:
             state.changed, state.relationship_players = {}, {}  # (the tick compares them all)
             if self._since is not None and self._round_since is not None:
                 self._round_since = min(self._round_since, self._since)
-                self._unsettled[-1] = (self._round_number, self._round_since, self._unsettled[-1][2])
+                self._unsettled[-1].since = self._round_since
             self._since = None
         else:  # (a round the writer is capturing goes on; this one follows it)
             if self._round_active and self.capture_on_writer:
@@ -467,10 +528,15 @@ class PersistenceService:
     def unsaved(self, now: float) -> float:
         """:meth:`oldest_unsaved` as of the last tick, without taking in what the writer
         finished since: only reads, so another thread (a metrics exporter) may call it."""
-        times = [since for _, since, _ in list(self._unsettled)]
-        since = self._since
-        if since is not None:
-            times.append(since)
+        times: list[float] = []
+        dates = self._dates
+        progress = self.writer.round_durable if self.writer is not None else (0, 0)
+        for entry in list(self._unsettled):
+            since: float | None = entry.since
+            if dates is not None and dates[0] == entry.round == progress[0]:
+                since = dates[1].first_after(progress[1])  # the first documents are on disk
+            times += [t for t in (since, entry.jobs) if t is not None]
+        times += [t for t in (self._since, self._jobs_since) if t is not None]
         return max(0.0, now - min(times)) if times else 0.0
 
     def drain(self) -> None:
@@ -499,14 +565,25 @@ class PersistenceService:
         state = self.state
         self.snapshots += 1
         self._round_number = self.snapshots
+        self._date_changes()
+        self._dates = None if self._undated else (self._round_number, self._marks)
+        self._marks, self._undated = _Dates(), False
         self._round, state.dirty = state.dirty, set()  # O(1): the round owns the old set
         self._round_parts, state.changed = state.changed, {}
         self._round_players, state.relationship_players = state.relationship_players, {}
         self._round_since = now if self._since is None else self._since
         self._since = None
-        self._unsettled.append((self._round_number, self._round_since, self.pipeline.released_total))
+        released = self.pipeline.released_total
+        self._unsettled.append(_Unsettled(self._round_number, self._round_since, released))
         self._round_active = True
         self._last_round_start = now
+
+    def _date_changes(self) -> None:
+        """Date the keys first marked since the last look (see :attr:`_since`), and
+        the extraction jobs queued since the last metadata: O(1)."""
+        self._marks.date(len(self.state.changed), self._previous_now)
+        if self._jobs_since is None and self.pipeline.enqueued_total != self._jobs_seen:
+            self._jobs_since = self._previous_now
 
     def _capture_slice(self, now: float, deadline: float) -> None:
         """Capture round documents until the next one would pass ``deadline`` (judged
@@ -636,6 +713,10 @@ class PersistenceService:
         assert self.writer is not None
         deletions = sorted(self.state.deleted)
         self.state.deleted.clear()
+        self._date_changes()  # the metadata saves the jobs queued so far
+        if self._unsettled and self._unsettled[-1].round == self._round_number:
+            self._unsettled[-1].jobs = self._jobs_since
+            self._jobs_since, self._jobs_seen = None, self.pipeline.enqueued_total
         self.writer.submit(
             WriteBatch(
                 captures=captures,
@@ -673,6 +754,7 @@ class PersistenceService:
             self.failed_streak += 1
             self.failures += 1
             self.last_error = str(error)
+            self._undated = True  # (dirty again, though marked long ago)
             if isinstance(error, StoreLostError):  # the store holds nothing: everything is written again
                 self._mark_everything()
             if isinstance(error, StoreOwnershipError) and self.disowned is None:
@@ -681,10 +763,11 @@ class PersistenceService:
                 lost = StoreOwnershipLost(game_time=self.state.clock.now, store=where, error=str(error))
                 self.state.publish(lost)
             self.state.publish(SnapshotFailed(game_time=self.state.clock.now, error=str(error)))
-        while self._unsettled and self._unsettled[0][0] <= durable and not (
-            self._round_active and self._unsettled[0][0] == self._round_number
+        while self._unsettled and self._unsettled[0].round <= durable and not (
+            self._round_active and self._unsettled[0].round == self._round_number
         ):
-            number, _, released = self._unsettled.popleft()
+            settled = self._unsettled.popleft()
+            number, released = settled.round, settled.released
             if number in self._failed_rounds:
                 self._failed_rounds.discard(number)
             else:  # every job applied before the round began is in a document on disk
@@ -699,6 +782,7 @@ class PersistenceService:
         store lost what it held)."""
         state = self.state
         state.dirty.update(state.registry.npc_keys(), state.registry.player_keys(), state.stored)
+        self._undated = True
 
     def export(self) -> tuple[StoreMeta, list[Document]]:
         """The whole world as it is in memory now: metadata and every document (live

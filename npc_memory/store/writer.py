@@ -12,9 +12,12 @@ With a :class:`~npc_memory.store.base.JournalStore` the batches waiting in the q
 are written as one group, up to the first that completes a snapshot round (so a
 round's end never waits for the next round's documents): each NPC captured before
 becomes a patch against the capture this thread wrote last for it, anything else a
-whole document; one journal append, one fsync. While no batch waits, the store gets
-slices of upkeep time (checkpoints). Any other :class:`~npc_memory.store.base.Store` gets whole documents
-through ``write``.
+whole document; one journal append, one fsync. A round's documents are taken oldest
+change first (the order of :attr:`WriteBatch.parts`) and made durable ``ROUND_GROUP``
+at a time, each group with its own append and fsync, so a round's oldest changes are
+on disk long before its end (:attr:`StoreWriter.round_durable` says how far).
+While no batch waits, the store gets slices of upkeep time (checkpoints). Any other
+:class:`~npc_memory.store.base.Store` gets whole documents through ``write``.
 
 Failed batches are reported back to the tick (:meth:`StoreWriter.take_failures`)
 rather than raised on this thread; the keys of a failed group are written whole next
@@ -34,6 +37,8 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain, takewhile
+from typing import cast
 
 from npc_memory.errors import StoreLostError
 from npc_memory.store.base import JournalStore, Store
@@ -81,6 +86,21 @@ BASES_PER_PAUSE = 16
 LATE_YIELD_EVERY = 0.005
 """The same while :attr:`StoreWriter.late` (a round will not end in time): the
 interpreter's default switch interval, so a busy game thread and this one share it."""
+KEYS_PER_PAUSE = 1024
+"""Keys looked up between two pauses when sorting a batch's keys."""
+ROUND_GROUP = 512
+"""A round's documents made durable together (one journal append and fsync): a crash
+mid-round keeps every group before the one being written."""
+
+
+class _Durable:
+    """Between two groups of a round's records: those before are to be made durable,
+    and then ``round_durable`` is ``progress``."""
+
+    __slots__ = ("progress",)
+
+    def __init__(self, progress: tuple[int, int]) -> None:
+        self.progress = progress
 
 
 Base = tuple[int, NpcCapture]
@@ -109,7 +129,9 @@ class WriteBatch:
     keys: Collection[str] = ()
     parts: Mapping[str, int] = field(default_factory=dict)
     """For each of ``keys``, the parts changed since it was last handed over (a
-    :class:`Part` mask; a key not here: all of them)."""
+    :class:`Part` mask; a key not here: all of them). Its order is the order in which
+    the keys are taken (keys not in it last): for a round, the order of their first
+    change since the round before (see :attr:`StoreWriter.round_durable`)."""
     players: Mapping[str, Players] = field(default_factory=dict)
     """For each of ``keys`` whose relationships changed, the players whose relationship
     was set since it was last handed over, if known (a key not here: not known)."""
@@ -155,6 +177,15 @@ class StoreWriter:
         of them it has taken so far: the round's progress while its group is written."""
         self.durable_round = 0
         """The last snapshot round whose completing batch is on disk."""
+        self.round_durable = (0, 0)
+        """How much of a round's documents are on disk while its group is written:
+        ``(round, n)``, the documents of the first ``n`` entries of its batch's
+        :attr:`WriteBatch.parts` (in order; entries whose key the batch does not hold
+        count too) are durable. Set as each ``ROUND_GROUP`` lands, only for batches
+        whose keys are all in ``parts`` (set to ``(round, len(parts))`` when the whole
+        group is)."""
+        self._round_taken: tuple[int, int] | None = None
+        """``round_durable`` once the group being appended is on disk."""
         self.captured_round = 0
         """The last snapshot round whose documents this thread has captured (and
         written, or failed to)."""
@@ -262,9 +293,10 @@ class StoreWriter:
     def _write(self, batches: list[WriteBatch]) -> None:
         updates: dict[str, Base | None] = {}
         started = time.perf_counter()
+        self._round_taken = None
         try:
             if self.journal is not None:
-                self.bytes_written += self.journal.append(self._records(batches, updates))
+                self._append(batches, updates)
             else:
                 self._write_whole(batches)
             for batch in batches:
@@ -299,6 +331,29 @@ class StoreWriter:
             self._written += sum(len(b.captures) + len(b.keys) for b in batches)
             ended = [b.round for b in batches if b.meta is not None or b.captures_round]
             self.captured_round = max([self.captured_round, *ended])
+
+    def _append(self, batches: list[WriteBatch], updates: dict[str, Base | None]) -> None:
+        """Append the records of ``batches``, one journal append (and fsync) per group
+        of a round's documents (see :data:`ROUND_GROUP`), the rest in the last."""
+        store = self.journal
+        assert store is not None
+        marks: list[_Durable] = []
+
+        def record(item: Record | _Durable) -> bool:
+            if isinstance(item, _Durable):
+                marks.append(item)
+                return False
+            return True
+
+        stream = self._records(batches, updates)
+        while True:
+            seen = len(marks)
+            self.bytes_written += store.append(cast(Iterator[Record], takewhile(record, stream)))
+            if len(marks) == seen:  # the stream ended: everything is on disk
+                break
+            self.round_durable = marks[-1].progress
+        if self._round_taken is not None:
+            self.round_durable, self._round_taken = self._round_taken, None
 
     def _forget(self, batches: list[WriteBatch]) -> None:
         """Write the keys of ``batches`` whole next time (what reached the disk is unknown)."""
@@ -358,16 +413,20 @@ class StoreWriter:
 
     def _records(
         self, batches: list[WriteBatch], updates: dict[str, Base | None]
-    ) -> Iterator[Record]:
+    ) -> Iterator[Record | _Durable]:
         """The journal records of ``batches``, in order (generated while the store
-        writes, so encoding and writing interleave)."""
+        writes, so encoding and writing interleave), with a :class:`_Durable` mark
+        after each ``ROUND_GROUP`` of a round's documents."""
         store = self.journal
         assert store is not None
         for batch in batches:
             for key in batch.deletions:
                 updates[key] = None
                 yield Delete(lsn=store.reserve_lsn(), key=key)
-            for capture in self._captures(batch, updates):
+            for capture in self._taken(batch, updates, marks=True):
+                if isinstance(capture, _Durable):
+                    yield capture
+                    continue
                 key = capture.key
                 base = updates[key] if key in updates else self._base.get(key)
                 if not isinstance(capture, NpcCapture):
@@ -389,9 +448,20 @@ class StoreWriter:
                 yield MetaRecord(lsn=store.reserve_lsn(), meta=batch.meta)
 
     def _captures(self, batch: WriteBatch, updates: Mapping[str, Base | None]) -> Iterator[Capture]:
+        """The batch's captures, then captures of its keys made now (see :meth:`_taken`)."""
+        for item in self._taken(batch, updates, marks=False):
+            assert not isinstance(item, _Durable)
+            yield item
+
+    def _taken(
+        self, batch: WriteBatch, updates: Mapping[str, Base | None], *, marks: bool
+    ) -> Iterator[Capture | _Durable]:
         """The batch's captures, then captures of its keys made now (of the parts
         changed since what the store holds: ``updates`` pending in this group, else
-        what is on disk); pauses between documents (see :meth:`_pause`)."""
+        what is on disk), in the order of :attr:`WriteBatch.parts` (keys not in it
+        first); pauses between documents (see :meth:`_pause`). With ``marks``, a
+        round's keys (all of them in ``parts``) are followed every ``ROUND_GROUP``
+        by a :class:`_Durable` mark."""
         counted = batch.round if batch.captures_round else 0
         taken = 0
         for capture in batch.captures:
@@ -400,20 +470,41 @@ class StoreWriter:
                 taken += 1
                 self.round_progress = (counted, taken)
             yield capture
-        if batch.keys:
-            assert self.capture is not None, "a batch of keys needs a writer with a capture function"
-            parts, players, bases = batch.parts, batch.players, self._base
-            for key in batch.keys:
+        if not batch.keys:
+            return
+        assert self.capture is not None, "a batch of keys needs a writer with a capture function"
+        keys, parts, players, bases = batch.keys, batch.parts, batch.players, self._base
+        if not isinstance(keys, set | frozenset | dict):
+            keys = dict.fromkeys(keys)  # (in their order)
+        unordered = self._unordered(keys, parts)
+        grouped = marks and counted > 0 and not unordered
+        ordered = ((position, key) for position, key in enumerate(parts) if key in keys)
+        for position, key in chain(((0, key) for key in unordered), ordered):
+            self._pause()
+            if counted:
+                if grouped and taken and taken % ROUND_GROUP == 0:
+                    yield _Durable((counted, position))
+                taken += 1
+                self.round_progress = (counted, taken)
+            base = updates[key] if key in updates else bases.get(key)
+            captured = self.capture(
+                key, parts.get(key, Part.ALL), players.get(key), None if base is None else base[1]
+            )
+            if captured is not None:
+                yield captured
+        if grouped:
+            self._round_taken = (counted, len(parts))
+
+    def _unordered(self, keys: Collection[str], parts: Mapping[str, int]) -> list[str]:
+        """Those of ``keys`` that ``parts`` does not order (none, for a round's keys
+        unless a write of them failed); pauses as it goes."""
+        unordered: list[str] = []
+        for count, key in enumerate(keys, 1):
+            if key not in parts:
+                unordered.append(key)
+            if count % KEYS_PER_PAUSE == 0:
                 self._pause()
-                if counted:
-                    taken += 1
-                    self.round_progress = (counted, taken)
-                base = updates[key] if key in updates else bases.get(key)
-                captured = self.capture(
-                    key, parts.get(key, Part.ALL), players.get(key), None if base is None else base[1]
-                )
-                if captured is not None:
-                    yield captured
+        return unordered
 
     def _pause(self) -> None:
         """Between two pieces of work: wait while a tick runs, and give the GIL away
