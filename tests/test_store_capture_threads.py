@@ -10,7 +10,10 @@ import time
 import pytest
 
 import npc_memory
-from npc_memory.store.records import NpcCapture, capture_handle, gil_enabled
+from npc_memory.rules import knowledge as knowledge_rules
+from npc_memory.rules import memory as memory_rules
+from npc_memory.store.checks import document_problems
+from npc_memory.store.records import NpcCapture, capture_handle, document_of_capture, gil_enabled
 
 pytestmark = pytest.mark.skipif(not gil_enabled(), reason="atomic captures need a GIL")
 
@@ -74,3 +77,42 @@ def test_the_check_catches_a_capture_made_in_two_steps() -> None:
 
     _, torn = torn_captures(two_steps, seconds=3.0)
     assert torn > 0
+
+
+def test_a_capture_between_any_two_statements_of_a_new_record_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer may capture an NPC between any two statements of the game thread: at
+    the moment a new memory or fact has just been put in its list, the document already
+    counts its id as used (``next_id`` past it), so the capture is one a store loads."""
+    plugin = npc_memory.install(world="ids", pack="village")
+    try:
+        plugin.add_npc(key="hilda", room="forge")
+        plugin.add_player(key="alice", room="forge")
+        problems: list[str] = []
+        inserted = 0
+
+        def check() -> None:
+            nonlocal inserted
+            inserted += 1
+            problems.extend(document_problems(document_of_capture(capture_handle(plugin.npc("hilda"), 0.0))))
+
+        learn, insert = knowledge_rules.learn, memory_rules.insert
+
+        def learn_then_check(*args: object, **kwargs: object) -> knowledge_rules.LearnOutcome:
+            outcome = learn(*args, **kwargs)  # type: ignore[arg-type]
+            check()
+            return outcome
+
+        def insert_then_check(*args: object, **kwargs: object) -> None:
+            insert(*args, **kwargs)  # type: ignore[arg-type]
+            check()
+
+        monkeypatch.setattr(knowledge_rules, "learn", learn_then_check)
+        monkeypatch.setattr(memory_rules, "insert", insert_then_check)
+        for i in range(3):
+            plugin.remember("hilda", "alice", f"Alice bought nails, batch {i}")
+            plugin.remember("hilda", None, f"The mill burned down, part {i}")
+            plugin.observe(room="forge", content=f"alice was seen stealing bread, time {i}", subject="alice")
+        assert inserted >= 9
+        assert problems == []
+    finally:
+        npc_memory.uninstall("ids")

@@ -144,7 +144,13 @@ class KnowledgeService:
             game=self.state.game if game is None else game,
         )
         rules = self.state.pack.knowledge
+        # The id is taken before the fact is held: the store's writer may copy the facts
+        # between any two statements, and a copy holding the fact beside the old counter
+        # would hand its id out again (a store that refuses to load).
+        npc.knowledge.next_id += 1
         outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now, npc.relationships.by_player, index)
+        if outcome.stored is None:  # not held: the id is handed out again
+            npc.knowledge.next_id -= 1
         if outcome.merged is not None:  # the same claim again: reinforced, not copied
             self.state.mark(key, Part.KNOWLEDGE)
             return None
@@ -152,7 +158,6 @@ class KnowledgeService:
             if outcome.removed or outcome.displaced is not None:
                 self.state.mark(key, Part.KNOWLEDGE)
             return None
-        npc.knowledge.next_id += 1
         if npc.live:
             self.board.news(key, npc.location.room)
         self.state.mark(key, Part.KNOWLEDGE)
