@@ -678,3 +678,30 @@ def test_a_queued_extraction_is_unsaved_until_metadata_made_after_it_is_on_disk(
     finally:
         gate.set()
         npc_memory.uninstall("w")
+
+
+def test_a_written_round_waiting_for_its_metadata_keeps_its_documents_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every document of a round is on disk and its metadata is held at the disk when
+    the next round begins: the oldest unsaved change is the first one after the round
+    began, not the round's oldest again."""
+    plugin, store, gate = gated_village(tmp_path, monkeypatch, block=0)
+    try:
+        start = plugin.clock.now
+        for i in range(6):
+            plugin.remember(f"npc{i}", None, f"note {i}")
+            tick("w", 1)
+        tick("w", 16 - 6)  # the round starts
+        plugin.flush()  # its documents are on disk
+        tick("w", 2)  # its end is handed over and held
+        assert store.reached.wait(10), "the round's metadata never reached the disk"
+        later = plugin.clock.now
+        plugin.remember("npc0", None, "a later note")  # first change after the round began
+        tick("w", 16 - 2)  # the next round starts, behind the held metadata
+        now = plugin.clock.now
+        assert plugin.unsaved_seconds() == now - later
+        assert now - later < now - start - 16
+    finally:
+        gate.set()
+        npc_memory.uninstall("w")

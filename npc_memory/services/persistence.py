@@ -111,6 +111,8 @@ class _Unsettled:
     """Extraction jobs released before it started."""
     jobs: float | None = None
     """Game time of the oldest extraction job its metadata is the first to save."""
+    dates: _Dates | None = None
+    """When its keys first changed, if known (see :attr:`StoreWriter.round_durable`)."""
 
 
 @dataclass(slots=True)
@@ -253,8 +255,6 @@ class PersistenceService:
         self._undated = False
         """Whether keys were made dirty again since the last round began (a failed
         write), so :attr:`_marks` do not date every key of the next round."""
-        self._dates: tuple[int, _Dates] | None = None
-        """The round the writer captures and when its keys were first marked."""
         self._jobs_seen = pipeline.enqueued_total
         """Extraction jobs queued up to the last metadata handed to the writer."""
         self._jobs_since: float | None = None
@@ -529,12 +529,11 @@ class PersistenceService:
         """:meth:`oldest_unsaved` as of the last tick, without taking in what the writer
         finished since: only reads, so another thread (a metrics exporter) may call it."""
         times: list[float] = []
-        dates = self._dates
         progress = self.writer.round_durable if self.writer is not None else (0, 0)
         for entry in list(self._unsettled):
             since: float | None = entry.since
-            if dates is not None and dates[0] == entry.round == progress[0]:
-                since = dates[1].first_after(progress[1])  # the first documents are on disk
+            if entry.dates is not None and entry.round == progress[0]:
+                since = entry.dates.first_after(progress[1])  # its first documents are on disk
             times += [t for t in (since, entry.jobs) if t is not None]
         times += [t for t in (self._since, self._jobs_since) if t is not None]
         return max(0.0, now - min(times)) if times else 0.0
@@ -566,7 +565,7 @@ class PersistenceService:
         self.snapshots += 1
         self._round_number = self.snapshots
         self._date_changes()
-        self._dates = None if self._undated else (self._round_number, self._marks)
+        dates = None if self._undated else self._marks
         self._marks, self._undated = _Dates(), False
         self._round, state.dirty = state.dirty, set()  # O(1): the round owns the old set
         self._round_parts, state.changed = state.changed, {}
@@ -574,7 +573,7 @@ class PersistenceService:
         self._round_since = now if self._since is None else self._since
         self._since = None
         released = self.pipeline.released_total
-        self._unsettled.append(_Unsettled(self._round_number, self._round_since, released))
+        self._unsettled.append(_Unsettled(self._round_number, self._round_since, released, dates=dates))
         self._round_active = True
         self._last_round_start = now
 
