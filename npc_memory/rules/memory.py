@@ -17,6 +17,7 @@ from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components.memory import (
     EpisodicMemory,
     Memory,
+    MemoryBank,
     MemoryKind,
     PairMemories,
     ProceduralMemory,
@@ -108,6 +109,22 @@ def insert(
     if isinstance(memory, SemanticMemory):
         return _insert(pair.semantic, memory, rules.semantic_cap, _confidence_key)
     return _insert(pair.procedural, memory, rules.procedural_cap, _reinforcement_key)
+
+
+def insert_numbered(
+    bank: MemoryBank, pair: PairMemories, memory: Memory, rules: MemoryRules, now: float
+) -> list[Memory]:
+    """:func:`insert` a memory numbered ``bank.next_id``, counting the id as used
+    first: the store's writer may copy the bank between any two statements of the game
+    thread, and a copy that held the memory beside the old counter would hand its id
+    out again (a store refuses such a document). Changes nothing when :func:`insert`
+    raises."""
+    bank.next_id += 1
+    try:
+        return insert(pair, memory, rules, now)
+    except BaseException:
+        bank.next_id -= 1
+        raise
 
 
 def _insert(

@@ -148,7 +148,13 @@ class KnowledgeService:
         # between any two statements, and a copy holding the fact beside the old counter
         # would hand its id out again (a store that refuses to load).
         npc.knowledge.next_id += 1
-        outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now, npc.relationships.by_player, index)
+        try:
+            outcome = knowledge_rules.learn(
+                npc.knowledge, fact, rules, now, npc.relationships.by_player, index
+            )
+        except BaseException:
+            npc.knowledge.next_id -= 1
+            raise
         if outcome.stored is None:  # not held: the id is handed out again
             npc.knowledge.next_id -= 1
         if outcome.merged is not None:  # the same claim again: reinforced, not copied

@@ -134,8 +134,7 @@ class MemoryService:
             records[records.index(held)] = memory
         else:
             rules = self.state.pack.memory
-            npc.bank.next_id += 1  # before the memory is held (see KnowledgeService.learn)
-            memory_rules.insert(pair, memory, rules, now)
+            memory_rules.insert_numbered(npc.bank, pair, memory, rules, now)
             if npc.bank.next_id % max(1, rules.memories_per_npc // NPC_CAP_CHECKS) == 0:
                 decay_rules.over_npc_cap(npc.bank, rules, now)
         self.state.mark(npc.identity.key, Part.BANK)

@@ -1200,8 +1200,7 @@ def _summarise(npc: NpcHandle, content: str, tag: str, ending: _Ending) -> None:
         room=npc.location.room,
         game=ending.current,
     )
-    bank.next_id += 1  # before the memory is held (see KnowledgeService.learn)
-    memory_rules.insert(bank.world, summary, ending.memory, ending.now)
+    memory_rules.insert_numbered(bank, bank.world, summary, ending.memory, ending.now)
     if bank.next_id % max(1, ending.memory.memories_per_npc // NPC_CAP_CHECKS) == 0:
         decay_rules.over_npc_cap(bank, ending.memory, ending.now)
 
