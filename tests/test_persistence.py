@@ -486,6 +486,25 @@ def test_a_round_on_course_to_overrun_is_late_before_half_its_interval(
     assert not plugin._persistence.round_active and not writer.late
 
 
+def test_a_round_is_late_only_on_course_to_overrun_its_interval(
+    blocked_village: tuple[npc_memory.MemoryPlugin, StoreWriter, threading.Event],
+) -> None:
+    """Late (the writer takes a fair share of the interpreter) only when the round's pace
+    so far would take it past its interval (16 s here), or once it is: taking the share
+    sooner makes the game's frames late and leaves the writer less idle time, not more."""
+    plugin, writer, _gate = blocked_village
+    tick("w", 16)  # the round starts; the disk is blocked, so the writer takes nothing yet
+    persistence = plugin._persistence
+    size, half = persistence._round_size, persistence._round_size // 2
+    writer.round_progress = (persistence._round_number, half)  # (the writer waits at the disk)
+    on_course = 16.0 * half / size  # seconds in at which half done is on course for 16 s
+    assert not persistence._late(on_course * 0.9)  # on course for 14.4 s: in time
+    assert persistence._late(on_course * 1.1)  # on course for 17.6 s
+    writer.round_progress = (persistence._round_number, size)  # all taken...
+    assert not persistence._late(15.0)
+    assert persistence._late(16.5)  # ...but past its interval
+
+
 def test_a_save_ends_a_late_round_and_its_lateness(
     blocked_village: tuple[npc_memory.MemoryPlugin, StoreWriter, threading.Event],
 ) -> None:
