@@ -53,6 +53,24 @@ def test_end_conversation_numbers_summarises_and_queues(village: Village) -> Non
     assert [s.conversation for s in p.working_memory("hilda", "alice")] == [f"hilda/alice/{i}" for i in (3, 4, 5)]
 
 
+def test_a_count_that_trails_the_ids_in_use_never_numbers_a_conversation_twice(village: Village) -> None:
+    """A crash can restore an NPC copied mid-``end_conversation`` (its transcript gone,
+    its count for the player not yet raised) beside metadata that holds the job: the next
+    conversation still gets a new id, whether that job is pending or applied."""
+    p = village.plugin
+    hilda = p.npc("hilda")
+    assert talk(p).conversation == "hilda/alice/1"
+    hilda.working.conversations["alice"] = 0  # the count as the copy holds it; job 1 pending
+    assert talk(p).conversation == "hilda/alice/2"
+    tick("test", 20)
+    assert not p.extraction.pending()
+    hilda.working.conversations["alice"] = 1  # again behind: jobs 1 and 2 are applied
+    assert talk(p).conversation == "hilda/alice/3"
+    tick("test", 20)
+    assert p.extraction.stats.duplicates == 0
+    assert sorted(hilda.working.extracted) == ["hilda/alice/1", "hilda/alice/2", "hilda/alice/3"]
+
+
 def test_extraction_applies_within_the_tick_budgets() -> None:
     plugin = npc_memory.install(
         world="t", pack=pack(extraction_dispatch_per_tick=2, extraction_apply_per_tick=1), deterministic=True

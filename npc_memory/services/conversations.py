@@ -139,8 +139,11 @@ class ConversationService:
         every = tuple(turns)
         quoted = [turn for turn in every if is_marked(turn.text)]
         turns = [turn for turn in every if not is_marked(turn.text)]  # flagged lines are never extracted
-        number = working.conversations.get(player_key)
-        number = (self._last_number(npc_key, player_key, working) if number is None else number) + 1
+        # The count alone can trail the ids in use: the store's writer may copy the NPC
+        # between the two statements below (transcript gone, count not yet raised) while
+        # the metadata it writes later keeps the job, and a crash then restores both.
+        counted = working.conversations.get(player_key, 0)
+        number = max(counted, self._last_number(npc_key, player_key, working)) + 1
         archetype = self.state.pack.archetypes.get(npc.traits.archetype or "")
         job = ExtractionJob(
             conversation=f"{npc_key}/{player_key}/{number}",
@@ -430,11 +433,11 @@ class ConversationService:
             self.applying = None
 
     def _last_number(self, npc: str, player: str, working: WorkingMemory) -> int:
-        """The highest number of a conversation of the pair still in use where the NPC
-        keeps no count for the player (a first meeting, or a player it let go): in the
-        ids it keeps as extracted (its last 256) and in extraction work not yet applied.
-        Numbering goes on from there, so an id is never given twice while either still
-        holds it; an id older than those may come again for a player let go and met anew."""
+        """The highest number of a conversation of the pair still in use: in the ids the
+        NPC keeps as extracted (its last 256) and in extraction work not yet applied.
+        Numbering goes on from there or from the NPC's count for the player, whichever is
+        higher, so an id is never given twice while either still holds it; an id older
+        than those may come again for a player let go and met anew."""
         prefix = f"{npc}/{player}/"
         ids = [c for c in working.extracted if c.startswith(prefix)]
         ids += [job.conversation for job in self.pipeline.pending() if (job.npc, job.player) == (npc, player)]
