@@ -118,11 +118,11 @@ def insert_numbered(
     first: the store's writer may copy the bank between any two statements of the game
     thread, and a copy that held the memory beside the old counter would hand its id
     out again (a store refuses such a document). Changes nothing when :func:`insert`
-    raises."""
+    refuses the memory (:class:`MemoryCapacityError`, raised before anything changes)."""
     bank.next_id += 1
     try:
         return insert(pair, memory, rules, now)
-    except BaseException:
+    except MemoryCapacityError:
         bank.next_id -= 1
         raise
 

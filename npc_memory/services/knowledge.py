@@ -147,14 +147,9 @@ class KnowledgeService:
         # The id is taken before the fact is held: the store's writer may copy the facts
         # between any two statements, and a copy holding the fact beside the old counter
         # would hand its id out again (a store that refuses to load).
+        # (Should learning raise, the id stays taken: a gap, never a reuse.)
         npc.knowledge.next_id += 1
-        try:
-            outcome = knowledge_rules.learn(
-                npc.knowledge, fact, rules, now, npc.relationships.by_player, index
-            )
-        except BaseException:
-            npc.knowledge.next_id -= 1
-            raise
+        outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now, npc.relationships.by_player, index)
         if outcome.stored is None:  # not held: the id is handed out again
             npc.knowledge.next_id -= 1
         if outcome.merged is not None:  # the same claim again: reinforced, not copied
