@@ -724,3 +724,35 @@ def test_a_written_round_waiting_for_its_metadata_keeps_its_documents_saved(
     finally:
         gate.set()
         npc_memory.uninstall("w")
+
+
+def test_keys_dirty_again_after_a_failed_write_make_the_next_round_count_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round's writes fail, so its keys are dirty again, and each is changed again
+    before the next round: their first change is older than their place in that round
+    says, so with its first group on disk the round still counts from its oldest change."""
+    plugin, store, gate = gated_village(tmp_path, monkeypatch, block=2)
+    store.armed = False
+    try:
+        start = plugin.clock.now
+        for i in range(6):
+            plugin.remember(f"npc{i}", None, f"note {i}")
+            tick("w", 1)
+        store.fail = 10_000  # the disk is full
+        tick("w", 16 - 6)  # the round starts and its writes fail
+        plugin.flush()
+        store.fail = 0
+        tick("w", 1)  # the failures are taken in: the keys are dirty again
+        assert plugin._persistence.failures > 0
+        for i in range(6):
+            plugin.remember(f"npc{i}", None, f"again {i}")  # each changed again, later
+        store.writes.clear()
+        store.appends, store.armed = 0, True
+        tick("w", 16)  # the next round starts; its second group is held at the disk
+        assert store.reached.wait(10), "the round's second group never reached the disk"
+        assert len(store.writes) == 1  # its first group is on disk
+        assert plugin.unsaved_seconds() >= plugin.clock.now - start - 1
+    finally:
+        gate.set()
+        npc_memory.uninstall("w")

@@ -14,7 +14,8 @@ How stale the store is (:meth:`PersistenceService.oldest_unsaved`): every change
 dated (to the tick before the one that first saw it); a round hands its keys over in
 the order of their first change and the writer takes them in that order, so once its
 first groups are on disk the round's oldest unsaved change is the first change of the
-first key not yet written (:attr:`StoreWriter.round_durable`). Extraction jobs are
+first key not yet written (:attr:`StoreWriter.round_durable`; where the writer captures
+and the store keeps a journal: otherwise a round counts until it is all on disk). Extraction jobs are
 saved only with a round's metadata, so a job queued since the last metadata counts as
 unsaved until the next is on disk.
 
@@ -527,16 +528,17 @@ class PersistenceService:
         return self.unsaved(now)
 
     def unsaved(self, now: float) -> float:
-        """:meth:`oldest_unsaved` as of the last tick, without taking in what the writer
-        finished since: only reads, so another thread (a metrics exporter) may call it."""
-        times: list[float] = []
+        """:meth:`oldest_unsaved` without taking in the rounds the writer finished since
+        the last tick (only how far into its round it is): only reads, so another thread
+        (a metrics exporter) may call it. The tick puts a date in a round before it
+        clears it where it was, so this reads those places in the other order."""
+        times = [t for t in (self._since, self._jobs_since) if t is not None]
         progress = self.writer.round_durable if self.writer is not None else (0, 0)
         for entry in list(self._unsettled):
             since: float | None = entry.since
             if entry.dates is not None and entry.round == progress[0]:
                 since = entry.dates.first_after(progress[1])  # its first documents are on disk
             times += [t for t in (since, entry.jobs) if t is not None]
-        times += [t for t in (self._since, self._jobs_since) if t is not None]
         return max(0.0, now - min(times)) if times else 0.0
 
     def drain(self) -> None:
@@ -572,9 +574,9 @@ class PersistenceService:
         self._round_parts, state.changed = state.changed, {}
         self._round_players, state.relationship_players = state.relationship_players, {}
         self._round_since = now if self._since is None else self._since
-        self._since = None
         released = self.pipeline.released_total
         self._unsettled.append(_Unsettled(self._round_number, self._round_since, released, dates=dates))
+        self._since = None  # (after: see unsaved)
         self._round_active = True
         self._last_round_start = now
 

@@ -130,7 +130,7 @@ class WriteBatch:
     parts: Mapping[str, int] = field(default_factory=dict)
     """For each of ``keys``, the parts changed since it was last handed over (a
     :class:`Part` mask; a key not here: all of them). Its order is the order in which
-    the keys are taken (keys not in it last): for a round, the order of their first
+    the keys are taken (keys not in it first): for a round, the order of their first
     change since the round before (see :attr:`StoreWriter.round_durable`)."""
     players: Mapping[str, Players] = field(default_factory=dict)
     """For each of ``keys`` whose relationships changed, the players whose relationship
@@ -202,7 +202,8 @@ class StoreWriter:
         self.bytes_written = 0
         """Journal bytes appended by this writer."""
         self.latency = SampleWindow(WINDOW)
-        """Seconds per written group (the last ``WINDOW``), appends and fsyncs included."""
+        """Seconds per written group of batches (the last ``WINDOW``), appends and fsyncs
+        included (a round's documents: all their appends)."""
         self.failed_batches = 0
         """Batches that failed to write, ever."""
         self._thread = threading.Thread(target=self._run, name=f"{name}-store-writer", daemon=True)
@@ -313,6 +314,7 @@ class StoreWriter:
         except Exception as exc:  # reported to the tick thread, which retries
             if isinstance(exc, StoreLostError):
                 self._base.clear()  # the store holds nothing this thread wrote
+                self.round_durable = (0, 0)  # not even the groups just appended
             self._forget(batches)
             self._fail(batches, exc)
         else:
