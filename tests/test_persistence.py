@@ -642,16 +642,23 @@ def gated_village(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -
     return plugin, store, gate
 
 
+def change_one_a_tick(plugin: npc_memory.MemoryPlugin) -> float:
+    """npc0…npc5 each remember a note, one a tick (npc<i> first changes at start + i);
+    returns start (game seconds)."""
+    start = plugin.clock.now
+    for i in range(6):
+        plugin.remember(f"npc{i}", None, f"note {i}")
+        tick("w", 1)
+    return start
+
+
 def test_a_round_half_on_disk_counts_only_the_rest_as_unsaved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A round's documents are written oldest change first, two to a group here: with
     the first group on disk and the second held at the disk, the oldest unsaved change
     is the first change of the third NPC, not the round's oldest."""
     plugin, store, gate = gated_village(tmp_path, monkeypatch, block=2)
     try:
-        start = plugin.clock.now
-        for i in range(6):  # npc<i> first changes at start + i
-            plugin.remember(f"npc{i}", None, f"note {i}")
-            tick("w", 1)
+        start = change_one_a_tick(plugin)  # npc<i> first changes at start + i
         assert plugin.unsaved_seconds() == plugin.clock.now - start
         tick("w", 16 - 6)  # the round starts
         assert store.reached.wait(10), "the round's second group never reached the disk"
@@ -707,10 +714,7 @@ def test_a_written_round_waiting_for_its_metadata_keeps_its_documents_saved(
     began, not the round's oldest again."""
     plugin, store, gate = gated_village(tmp_path, monkeypatch, block=0)
     try:
-        start = plugin.clock.now
-        for i in range(6):
-            plugin.remember(f"npc{i}", None, f"note {i}")
-            tick("w", 1)
+        start = change_one_a_tick(plugin)
         tick("w", 16 - 6)  # the round starts
         plugin.flush()  # its documents are on disk
         tick("w", 2)  # its end is handed over and held
@@ -735,10 +739,7 @@ def test_keys_dirty_again_after_a_failed_write_make_the_next_round_count_whole(
     plugin, store, gate = gated_village(tmp_path, monkeypatch, block=2)
     store.armed = False
     try:
-        start = plugin.clock.now
-        for i in range(6):
-            plugin.remember(f"npc{i}", None, f"note {i}")
-            tick("w", 1)
+        start = change_one_a_tick(plugin)
         store.fail = 10_000  # the disk is full
         tick("w", 16 - 6)  # the round starts and its writes fail
         plugin.flush()
