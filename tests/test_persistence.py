@@ -626,20 +626,34 @@ class GatedStore(RecordingStore):
         return super().append(batch)
 
 
-def gated_village(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> tuple[npc_memory.MemoryPlugin, GatedStore, threading.Event]:
-    """Six NPCs, saved; a round every 16 s on the writer, two documents per group."""
+Gated = tuple[npc_memory.MemoryPlugin, GatedStore, threading.Event]
+
+
+@pytest.fixture
+def gated_village(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], Gated]]:
+    """Makes six NPCs, saved, in world "w": a round every 16 s on the writer, two
+    documents per group, its store's ``block``-th append held (see
+    :class:`GatedStore`); the gate is opened and the world uninstalled at the end."""
     monkeypatch.setattr(persistence, "gil_enabled", lambda: True)
     monkeypatch.setattr(writer_module, "ROUND_GROUP", 2)
     gate = threading.Event()
-    store = GatedStore(TinyDBStore(tmp_path / "w.db"), block, gate)
-    plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=16.0), store=store)
-    for i in range(6):
-        plugin.add_npc(key=f"npc{i}", room=f"room{i}")
-    plugin.add_player(key="alice", room="room0")
-    plugin.save()
-    store.writes.clear()
-    store.armed = True
-    return plugin, store, gate
+
+    def make(block: int) -> Gated:
+        store = GatedStore(TinyDBStore(tmp_path / "w.db"), block, gate)
+        plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=16.0), store=store)
+        for i in range(6):
+            plugin.add_npc(key=f"npc{i}", room=f"room{i}")
+        plugin.add_player(key="alice", room="room0")
+        plugin.save()
+        store.writes.clear()
+        store.armed = True
+        return plugin, store, gate
+
+    try:
+        yield make
+    finally:
+        gate.set()  # (never leave the writer waiting: uninstalling saves through it)
+        npc_memory.uninstall("w")
 
 
 def change_one_a_tick(plugin: npc_memory.MemoryPlugin) -> float:
@@ -652,108 +666,86 @@ def change_one_a_tick(plugin: npc_memory.MemoryPlugin) -> float:
     return start
 
 
-def test_a_round_half_on_disk_counts_only_the_rest_as_unsaved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_round_half_on_disk_counts_only_the_rest_as_unsaved(gated_village: Callable[[int], Gated]) -> None:
     """A round's documents are written oldest change first, two to a group here: with
     the first group on disk and the second held at the disk, the oldest unsaved change
     is the first change of the third NPC, not the round's oldest."""
-    plugin, store, gate = gated_village(tmp_path, monkeypatch, block=2)
-    try:
-        start = change_one_a_tick(plugin)  # npc<i> first changes at start + i
-        assert plugin.unsaved_seconds() == plugin.clock.now - start
-        tick("w", 16 - 6)  # the round starts
-        assert store.reached.wait(10), "the round's second group never reached the disk"
-        now = plugin.clock.now
-        assert store.writes == [["npc0", "npc1"]]
-        assert plugin.unsaved_seconds() == now - (start + 2)  # npc0 and npc1 are on disk
-        gate.set()
-        plugin.flush()
-        tick("w", 2)  # the round's end is handed over and written
-        plugin.flush()
-        assert plugin.unsaved_seconds() <= 2.0
-    finally:
-        gate.set()
-        npc_memory.uninstall("w")
+    plugin, store, gate = gated_village(2)
+    start = change_one_a_tick(plugin)  # npc<i> first changes at start + i
+    assert plugin.unsaved_seconds() == plugin.clock.now - start
+    tick("w", 16 - 6)  # the round starts
+    assert store.reached.wait(10), "the round's second group never reached the disk"
+    now = plugin.clock.now
+    assert store.writes == [["npc0", "npc1"]]
+    assert plugin.unsaved_seconds() == now - (start + 2)  # npc0 and npc1 are on disk
+    gate.set()
+    plugin.flush()
+    tick("w", 2)  # the round's end is handed over and written
+    plugin.flush()
+    assert plugin.unsaved_seconds() <= 2.0
 
 
-def test_a_queued_extraction_is_unsaved_until_metadata_made_after_it_is_on_disk(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_queued_extraction_is_unsaved_until_metadata_made_after_it_is_on_disk(gated_village: Callable[[int], Gated]) -> None:
     """A conversation's end is in its NPC's document, its extraction job only in the
     store's metadata: while every document of the round is on disk and its metadata is
     held at the disk, the job still counts as unsaved from when it was queued."""
-    plugin, store, gate = gated_village(tmp_path, monkeypatch, block=0)
-    try:
-        start = plugin.clock.now
-        plugin.say("npc0", "alice", "Alice", "I lost my ring at the mill.")
-        plugin.end_conversation("npc0", "alice")  # queued at start
-        tick("w", 1)
-        for i in range(1, 6):
-            plugin.remember(f"npc{i}", None, f"note {i}")
-        tick("w", 16 - 1)  # the round starts
-        plugin.flush()  # its documents are on disk (the writer does not wait for ticks)
-        tick("w", 2)  # its end is seen, then handed over
-        assert store.reached.wait(10), "the round's metadata never reached the disk"
-        now = plugin.clock.now
-        assert {key for w in store.writes for key in w} >= {f"npc{i}" for i in range(6)}  # every document is on disk...
-        assert plugin.unsaved_seconds() >= now - start  # ...but not the job
-        gate.set()
-        plugin.flush()
-        tick("w", 1)
-        plugin.flush()
-        assert plugin.unsaved_seconds() < now - start
-    finally:
-        gate.set()
-        npc_memory.uninstall("w")
+    plugin, store, gate = gated_village(0)
+    start = plugin.clock.now
+    plugin.say("npc0", "alice", "Alice", "I lost my ring at the mill.")
+    plugin.end_conversation("npc0", "alice")  # queued at start
+    tick("w", 1)
+    for i in range(1, 6):
+        plugin.remember(f"npc{i}", None, f"note {i}")
+    tick("w", 16 - 1)  # the round starts
+    plugin.flush()  # its documents are on disk (the writer does not wait for ticks)
+    tick("w", 2)  # its end is seen, then handed over
+    assert store.reached.wait(10), "the round's metadata never reached the disk"
+    now = plugin.clock.now
+    assert {key for w in store.writes for key in w} >= {f"npc{i}" for i in range(6)}  # every document is on disk...
+    assert plugin.unsaved_seconds() >= now - start  # ...but not the job
+    gate.set()
+    plugin.flush()
+    tick("w", 1)
+    plugin.flush()
+    assert plugin.unsaved_seconds() < now - start
 
 
-def test_a_written_round_waiting_for_its_metadata_keeps_its_documents_saved(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_written_round_waiting_for_its_metadata_keeps_its_documents_saved(gated_village: Callable[[int], Gated]) -> None:
     """Every document of a round is on disk and its metadata is held at the disk when
     the next round begins: the oldest unsaved change is the first one after the round
     began, not the round's oldest again."""
-    plugin, store, gate = gated_village(tmp_path, monkeypatch, block=0)
-    try:
-        start = change_one_a_tick(plugin)
-        tick("w", 16 - 6)  # the round starts
-        plugin.flush()  # its documents are on disk
-        tick("w", 2)  # its end is handed over and held
-        assert store.reached.wait(10), "the round's metadata never reached the disk"
-        later = plugin.clock.now
-        plugin.remember("npc0", None, "a later note")  # first change after the round began
-        tick("w", 16 - 2)  # the next round starts, behind the held metadata
-        now = plugin.clock.now
-        assert plugin.unsaved_seconds() == now - later
-        assert now - later < now - start - 16
-    finally:
-        gate.set()
-        npc_memory.uninstall("w")
+    plugin, store, _gate = gated_village(0)
+    start = change_one_a_tick(plugin)
+    tick("w", 16 - 6)  # the round starts
+    plugin.flush()  # its documents are on disk
+    tick("w", 2)  # its end is handed over and held
+    assert store.reached.wait(10), "the round's metadata never reached the disk"
+    later = plugin.clock.now
+    plugin.remember("npc0", None, "a later note")  # first change after the round began
+    tick("w", 16 - 2)  # the next round starts, behind the held metadata
+    now = plugin.clock.now
+    assert plugin.unsaved_seconds() == now - later
+    assert now - later < now - start - 16
 
 
-def test_keys_dirty_again_after_a_failed_write_make_the_next_round_count_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_keys_dirty_again_after_a_failed_write_make_the_next_round_count_whole(gated_village: Callable[[int], Gated]) -> None:
     """A round's writes fail, so its keys are dirty again, and each is changed again
     before the next round: their first change is older than their place in that round
     says, so with its first group on disk the round still counts from its oldest change."""
-    plugin, store, gate = gated_village(tmp_path, monkeypatch, block=2)
+    plugin, store, _gate = gated_village(2)
     store.armed = False
-    try:
-        start = change_one_a_tick(plugin)
-        store.fail = 10_000  # the disk is full
-        tick("w", 16 - 6)  # the round starts and its writes fail
-        plugin.flush()
-        store.fail = 0
-        tick("w", 1)  # the failures are taken in: the keys are dirty again
-        assert plugin._persistence.failures > 0
-        for i in range(6):
-            plugin.remember(f"npc{i}", None, f"again {i}")  # each changed again, later
-        store.writes.clear()
-        store.appends, store.armed = 0, True
-        tick("w", 16)  # the next round starts; its second group is held at the disk
-        assert store.reached.wait(10), "the round's second group never reached the disk"
-        assert len(store.writes) == 1  # its first group is on disk
-        assert plugin.unsaved_seconds() >= plugin.clock.now - start - 1
-    finally:
-        gate.set()
-        npc_memory.uninstall("w")
+    start = change_one_a_tick(plugin)
+    store.fail = 10_000  # the disk is full
+    tick("w", 16 - 6)  # the round starts and its writes fail
+    plugin.flush()
+    store.fail = 0
+    tick("w", 1)  # the failures are taken in: the keys are dirty again
+    assert plugin._persistence.failures > 0
+    for i in range(6):
+        plugin.remember(f"npc{i}", None, f"again {i}")  # each changed again, later
+    store.writes.clear()
+    store.appends, store.armed = 0, True
+    tick("w", 16)  # the next round starts; its second group is held at the disk
+    assert store.reached.wait(10), "the round's second group never reached the disk"
+    assert len(store.writes) == 1  # its first group is on disk
+    assert plugin.unsaved_seconds() >= plugin.clock.now - start - 1
