@@ -181,13 +181,13 @@ def _checked_llm(llm: AnthropicExtractor | None) -> AnthropicExtractor | None:
 def _open_store(store: str | os.PathLike[str] | Store | None, pack: Pack, world: str) -> Store | None:
     if store is None:
         return None
+    migration = MigrationContext(thresholds=pack.relationships.thresholds)
     if isinstance(store, str) and is_url(store):
         from npc_memory.store.postgres import PostgresStore  # needs the optional 'postgres' extra
 
-        migration = MigrationContext(thresholds=pack.relationships.thresholds)
         return PostgresStore(store, world=world, migration=migration)
     if isinstance(store, (str, os.PathLike)):
-        return TinyDBStore(store, migration=MigrationContext(thresholds=pack.relationships.thresholds))
+        return TinyDBStore(store, migration=migration, checkpoint_process=True)
     if isinstance(store, Store):
         return store
     raise InvalidArgumentError(f"store must be a path, a Store or None, got {store!r}")

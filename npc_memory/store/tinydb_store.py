@@ -13,9 +13,11 @@ Layout of a store directory (``village.db/``)::
 
 Writes go to the journal: a batch of records (whole documents, patches, deletions,
 metadata) is appended and made durable with one fsync, whatever the number of
-documents. A *checkpoint* (:meth:`TinyDBStore.maintain`, a slice at a time on the
-writer thread) folds sealed journal segments into the document files, replacing each
-atomically (``.prev`` keeps the previous generation), then deletes the segments.
+documents. A *checkpoint* (:meth:`TinyDBStore.maintain`) folds sealed journal segments into the
+document files, replacing each atomically (``.prev`` keeps the previous generation),
+then deletes the segments. It runs in a checkpoint process of its own when
+``checkpoint_process`` is on (the plugin's store: folding takes CPU that a busy game's
+interpreter does not have to spare), else a slice at a time on the writer thread.
 Loading reads the document files and replays the journal over them.
 
 Every data file is valid TinyDB JSON (``TinyDB(path)`` reads it). Besides its table,
@@ -33,11 +35,14 @@ import hashlib
 import logging
 import os
 import re
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import IO, Any, cast
 
 import filelock
 import msgspec
@@ -100,9 +105,9 @@ DOCS_DIR = "docs"
 JOURNAL_DIR = "journal"
 PENDING_FILE = "privacy-pending.json"
 DEFAULT_CHECKPOINT_BYTES = 64 * 1024 * 1024
+"""Journal bytes after which the writer starts a checkpoint in its idle time."""
 PAUSE_EVERY_RECORDS = 128
 """Journal records read between two calls of a checkpoint's ``pause`` (~0.1 ms)."""
-"""Journal bytes after which the writer starts a checkpoint in its idle time."""
 CLOSE_CHECKPOINT_KEYS = 256
 """``close`` folds the journal when it changes at most this many documents (a small
 world's files are then current after a clean shutdown; a large one closes at once)."""
@@ -201,6 +206,30 @@ class _Scan:
     top: int = 0
 
 
+class FoldResult(msgspec.Struct, frozen=True):
+    """What a checkpoint process reports of its fold: the highest lsn read, the last
+    metadata record (encoded), problems, and whether a document could not be folded."""
+
+    top: int
+    meta: bytes | None
+    problems: list[str]
+    keep: bool
+
+
+_fold_result_decoder = msgspec.json.Decoder(FoldResult)
+
+
+@dataclass
+class _Child:
+    """A checkpoint process folding ``segments``; its output goes to temporary files."""
+
+    process: subprocess.Popen[bytes]
+    segments: list[int]
+    stdout: IO[bytes]
+    stderr: IO[bytes]
+    files: contextlib.ExitStack
+
+
 @dataclass
 class _Fold:
     """A checkpoint in progress: sealed segments folded into the document files."""
@@ -226,6 +255,12 @@ class TinyDBStore:
     ``checkpoint_on_close``: let :meth:`close` fold a small journal (off for readers
     that must not write, such as ``export`` and ``inspect``). ``read_only``: the
     opener only reads (a store on read-only media is then opened without its lock).
+    ``checkpoint_process``: :meth:`maintain` folds in a checkpoint process
+    (``python -m npc_memory.store.checkpointer``, run by :attr:`checkpoint_python`)
+    rather than in slices on the caller's thread; if that process cannot be started or
+    fails, the store logs why and folds on the caller's thread from then on.
+    ``checkpointer``: the opener *is* such a process (see :meth:`fold_sealed`): it
+    takes no lock (the owner holds it) and writes nothing but document files.
 
     Before each journal append the store checks it still owns its directory: a
     removed directory is recreated (:class:`StoreLostError`: the caller writes
@@ -242,12 +277,18 @@ class TinyDBStore:
         checkpoint_bytes: int = DEFAULT_CHECKPOINT_BYTES,
         checkpoint_on_close: bool = True,
         read_only: bool = False,
+        checkpoint_process: bool = False,
+        checkpointer: bool = False,
     ) -> None:
         self.path = Path(path)
         self.migration = migration or MigrationContext()
         self.checkpoint_bytes = checkpoint_bytes
-        self.checkpoint_on_close = checkpoint_on_close and not read_only
+        self.checkpoint_on_close = checkpoint_on_close and not (read_only or checkpointer)
         self.read_only = read_only
+        self.checkpoint_process = checkpoint_process and not (read_only or checkpointer)
+        self.checkpoint_python = sys.executable
+        """The interpreter that runs checkpoint processes."""
+        self._child: _Child | None = None
         self._lock: filelock.BaseFileLock | None = None
         self._lock_id: tuple[int, int] | None = None
         self._disowned: str | None = None  # why this process stopped writing, once it has
@@ -266,12 +307,13 @@ class TinyDBStore:
             docs = self.path / DOCS_DIR
             if not docs.is_dir() and (self.path / META_FILE).exists():
                 self._found.append((str(docs), "missing: every NPC and player document is gone"))
-            self._acquire()
-            if not read_only:
+            if not checkpointer:
+                self._acquire()
+            if not (read_only or checkpointer):
                 if not self._found:  # a removed docs/ stays reported until repaired
                     docs.mkdir(exist_ok=True)
                 self._clean_temporaries()
-            self._journal = Journal(self.path / JOURNAL_DIR, create=not read_only)
+            self._journal = Journal(self.path / JOURNAL_DIR, create=not (read_only or checkpointer))
         except OSError as exc:
             if self._lock is not None:
                 self._lock.release()
@@ -536,6 +578,7 @@ class TinyDBStore:
 
     def _disown(self, why: str) -> None:
         self._disowned = why
+        self._stop_child()
         self._fold = self._scan = None
         self._journal.close_readers()
         log.error("%s", why)
@@ -547,6 +590,7 @@ class TinyDBStore:
 
     def _recreate(self, what: str) -> None:
         """Make the directory again after it was removed, and own it again."""
+        self._stop_child()
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -667,6 +711,11 @@ class TinyDBStore:
         self._check_owner()
         if self._disowned is not None or self._lost is not None:
             return False  # (the next append reports it)
+        if self._child is not None:
+            if self._child.process.poll() is None:
+                return True
+            self._end_child()
+            return self._leftover or self._unfolded >= self.checkpoint_bytes
         if self._fold is None:
             if self._scan is None:
                 if not (self._leftover or self._unfolded >= self.checkpoint_bytes):
@@ -674,6 +723,9 @@ class TinyDBStore:
                 self._scan = self._start_scan(strict=True)
                 if self._scan is None:
                     return False
+                if self.checkpoint_process and self._start_child(self._scan.segments):
+                    self._scan = None
+                    return True
             try:
                 if not self._scan_step(self._scan, deadline, pause):
                     return True
@@ -695,6 +747,9 @@ class TinyDBStore:
             return self._checkpoint(strict)
 
     def _checkpoint(self, strict: bool) -> list[str]:
+        if self._child is not None:  # its documents first: a fold here would redo them
+            self._child.process.wait()
+            self._end_child()
         self._scan = None  # (read again below, with every segment)
         if self._fold is not None and self._fold.strict != strict:
             self._fold = None
@@ -710,6 +765,88 @@ class TinyDBStore:
             problems += fold.problems
             if fold.keep:  # what could not be folded stays in the journal
                 return problems
+
+    def fold_sealed(self, segments: Sequence[int]) -> FoldResult:
+        """Fold the sealed journal ``segments`` into the document files (strictly: a
+        damaged record raises), without removing them or touching the metadata file:
+        the work of a checkpoint process, whose owner finishes the checkpoint."""
+        scan = _Scan(list(segments), self._journal_records(segments), strict=True)
+        self._scan_step(scan, float("inf"))
+        fold = self._fold_of(scan)
+        try:
+            self._fold_step(fold, float("inf"))
+        finally:
+            self._journal.close_readers()
+        meta = None if scan.meta is None else scan.meta[1]
+        return FoldResult(top=fold.top, meta=meta, problems=fold.problems, keep=fold.keep)
+
+    def _start_child(self, segments: list[int]) -> bool:
+        """Start a checkpoint process folding ``segments``; whether it started."""
+        command = [
+            self.checkpoint_python,
+            "-m",
+            "npc_memory.store.checkpointer",
+            str(self.path),
+            "--thresholds",
+            msgspec.json.encode([t.model_dump() for t in self.migration.thresholds]).decode(),
+            *map(str, segments),
+        ]
+        files = contextlib.ExitStack()  # closed when the process has ended (``_Child.files``)
+        stdout = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+        stderr = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+        try:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr)
+        except OSError as exc:
+            files.close()
+            self._child_failed(f"cannot start it ({_os_problem(exc)})")
+            return False
+        self._child = _Child(process, segments, stdout, stderr, files)
+        return True
+
+    def _end_child(self) -> None:
+        """Finish the checkpoint of the process that has exited (or, if it failed, leave
+        its segments to a fold on this thread)."""
+        child, self._child = self._child, None
+        assert child is not None
+        code = child.process.wait()
+        child.stdout.seek(0)
+        child.stderr.seek(0)
+        output, errors = child.stdout.read(), child.stderr.read()
+        child.files.close()
+        result: FoldResult | None = None
+        if code == 0:
+            with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+                result = _fold_result_decoder.decode(output)
+        if result is None:
+            said = errors.decode("utf-8", "replace").strip().splitlines()[-5:]
+            self._child_failed(f"it exited with status {code}: {' / '.join(said) or 'no message'}")
+            return
+        meta_record = None
+        if result.meta is not None:
+            record = record_decoder.decode(result.meta)
+            assert isinstance(record, MetaRecord)
+            meta_record = record
+        fold = _Fold(child.segments, {}, [], meta_record, result.top, True, problems=result.problems)
+        fold.keep = result.keep
+        self._finish_fold(fold)
+
+    def _child_failed(self, why: str) -> None:
+        log.error(
+            "checkpoint process for %r failed: %s; checkpoints run on the writer thread from now on",
+            self,
+            why,
+        )
+        self.checkpoint_process = False
+        self._leftover = True  # the sealed segments are folded on this thread next
+
+    def _stop_child(self) -> None:
+        """Stop a checkpoint process at once (what it folded is in the files; its
+        segments stay until a later checkpoint)."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.process.kill()
+            child.process.wait()
+            child.files.close()
 
     def _begin_fold(self, *, strict: bool, all_segments: bool = False) -> _Fold | None:
         scan = self._start_scan(strict=strict, all_segments=all_segments)
@@ -993,6 +1130,14 @@ class TinyDBStore:
                 self.checkpoint()
             except (OSError, StoreError) as exc:  # the journal keeps everything
                 log.warning("checkpoint on closing %r failed: %s", self, exc)
+        if self._child is not None:  # a checkpoint in progress ends first (a second or two)
+            if self._disowned is None and self._lost is None:
+                self._child.process.wait()
+                try:
+                    self._end_child()
+                except (OSError, StoreError) as exc:  # the journal keeps everything
+                    log.warning("checkpoint on closing %r failed: %s", self, exc)
+            self._stop_child()
         self._fold = self._scan = None
         self._journal.close()
         if self._lock is not None:

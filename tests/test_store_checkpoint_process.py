@@ -1,0 +1,174 @@
+"""Checkpoints in a checkpoint process (``TinyDBStore(checkpoint_process=True)``, the
+plugin's store): the real ``python -m npc_memory.store.checkpointer`` folds the sealed
+segments while the owner goes on appending; the owner finishes the checkpoint, and
+falls back to folding on its own thread when the process cannot start, fails or is
+killed. Nothing is lost either way."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from npc_memory import install, uninstall
+from npc_memory.store import StoreMeta, TinyDBStore, encode_document
+from npc_memory.store.tinydb_store import file_name
+
+from .test_store_contract import npc
+from .test_store_journal import patched
+
+WAIT = 60.0
+"""Seconds a test waits for a checkpoint process at most (a start takes under one)."""
+
+
+def fill(store: TinyDBStore) -> dict[str, object]:
+    """Whole documents, patched documents, a deletion and metadata, as rounds write them."""
+    expected: dict[str, object] = {key: patched(store, key, [0.1, 0.3, 0.7]) for key in ("hilda", "bram")}
+    store.write([encode_document(npc(f"n{i}", trust=i / 10)) for i in range(6)], StoreMeta(world="v", clock=9.0))
+    store.write([encode_document(npc("gone"))])
+    store.delete(["gone"])
+    expected |= {f"n{i}": npc(f"n{i}", trust=i / 10) for i in range(6)}
+    return expected
+
+
+def run_maintenance(store: TinyDBStore, during: list[object] | None = None) -> int:
+    """Call ``maintain`` as the writer does until the checkpoint is done; how many calls
+    found it still running. Each call may append ``during``'s next document."""
+    calls = 0
+    started = time.monotonic()
+    while store.maintain(time.perf_counter() + 0.001):
+        calls += 1
+        if during:
+            store.write([encode_document(during.pop(0))])  # type: ignore[arg-type]
+        assert time.monotonic() - started < WAIT, "the checkpoint process never finished"
+        time.sleep(0.005)
+    return calls
+
+
+def reopened(db: Path) -> dict[str, object]:
+    """The documents a fresh open of ``db`` loads."""
+    store = TinyDBStore(db)
+    try:
+        return dict(store.load().documents)
+    finally:
+        store.close()
+
+
+def segments(db: Path) -> list[str]:
+    return sorted(p.name for p in (db / "journal").glob("*.log"))
+
+
+def test_a_checkpoint_process_writes_the_files_a_fold_on_the_thread_would(tmp_path: Path) -> None:
+    by_process = TinyDBStore(tmp_path / "p.db", checkpoint_bytes=1, checkpoint_process=True)
+    on_thread = TinyDBStore(tmp_path / "t.db", checkpoint_bytes=1, checkpoint_on_close=False)
+    expected = fill(by_process)
+    assert fill(on_thread) == expected
+    assert by_process.maintain(time.perf_counter() + 1.0)  # started: nothing folded on this thread
+    assert by_process._child is not None
+    run_maintenance(by_process)
+    on_thread.checkpoint()
+    assert segments(tmp_path / "p.db") == segments(tmp_path / "t.db") == []
+    for name in ["meta.json", *(f"docs/{file_name(key)}" for key in expected)]:
+        assert (tmp_path / "p.db" / name).read_bytes() == (tmp_path / "t.db" / name).read_bytes(), name
+    assert not (tmp_path / "p.db" / "docs" / file_name("gone")).exists()
+    assert by_process.load().documents == expected == on_thread.load().documents
+    by_process.close()
+    on_thread.close()
+
+
+def test_appends_go_on_while_the_process_folds_and_wait_for_the_next_checkpoint(tmp_path: Path) -> None:
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True)
+    expected = fill(store)
+    late = [npc(f"late{i}", trust=0.9) for i in range(50)]
+    expected |= {d.key: d for d in late}
+    assert store.maintain(time.perf_counter() + 1.0)
+    run_maintenance(store, during=late[:])  # each call that finds it running appends one
+    # Everything sealed when the checkpoint began is folded; later appends are journal.
+    assert (tmp_path / "v.db" / "docs" / file_name("hilda")).exists()
+    run_maintenance(store)  # the next checkpoint (the journal is past 1 byte again)
+    assert store.load().documents == expected
+    store.close()
+    assert reopened(tmp_path / "v.db") == expected
+
+
+def test_closing_finishes_the_checkpoint_in_progress(tmp_path: Path) -> None:
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True, checkpoint_on_close=False)
+    expected = fill(store)
+    assert store.maintain(time.perf_counter() + 1.0)
+    store.close()
+    assert segments(tmp_path / "v.db") == []
+    assert reopened(tmp_path / "v.db") == expected
+    assert b'"clock":9.0' in (tmp_path / "v.db" / "meta.json").read_bytes()
+
+
+def failing_python(tmp_path: Path) -> str:
+    script = tmp_path / "python"
+    script.write_text("#!/bin/sh\necho 'no module named npc_memory' >&2\nexit 3\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a shell script stands in for the interpreter")
+def test_a_process_that_fails_leaves_the_fold_to_the_thread_and_says_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True)
+    store.checkpoint_python = failing_python(tmp_path)
+    expected = fill(store)
+    with caplog.at_level(logging.ERROR, "npc_memory.store"):
+        run_maintenance(store)
+    [record] = [r for r in caplog.records if "checkpoint process" in r.message]
+    assert "exited with status 3" in record.message and "no module named npc_memory" in record.message
+    assert not store.checkpoint_process  # not tried again
+    assert segments(tmp_path / "v.db") == []  # folded on this thread instead
+    assert store.load().documents == expected
+    store.close()
+
+
+def test_an_interpreter_that_cannot_start_leaves_the_fold_to_the_thread(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True)
+    store.checkpoint_python = str(tmp_path / "no-such-python")
+    expected = fill(store)
+    with caplog.at_level(logging.ERROR, "npc_memory.store"):
+        run_maintenance(store)
+    assert any("cannot start it" in r.message for r in caplog.records)
+    assert segments(tmp_path / "v.db") == []
+    assert store.load().documents == expected
+    store.close()
+
+
+def test_a_killed_checkpoint_process_loses_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True)
+    expected = fill(store)
+    many = [npc(f"m{i}", trust=0.2) for i in range(2000)]
+    store.write([encode_document(d) for d in many])
+    expected |= {d.key: d for d in many}
+    assert store.maintain(time.perf_counter() + 1.0)
+    assert store._child is not None
+    docs = tmp_path / "v.db" / "docs"
+    started = time.monotonic()
+    while not any(docs.glob("*.json")):  # killed in the middle of its fold
+        assert time.monotonic() - started < WAIT
+        time.sleep(0.001)
+    store._child.process.kill()
+    store._child.process.wait()
+    assert 0 < len(list(docs.glob("*.json"))) < len(expected)  # part folded, part not
+    with caplog.at_level(logging.ERROR, "npc_memory.store"):
+        run_maintenance(store)
+    assert any("exited with status -9" in r.message for r in caplog.records)
+    assert store.load().documents == expected
+    store.close()
+    assert reopened(tmp_path / "v.db") == expected
+
+
+def test_the_plugins_store_checkpoints_in_a_process(tmp_path: Path) -> None:
+    plugin = install(world="checkpointer", store=tmp_path / "v.db")
+    try:
+        assert isinstance(plugin.store, TinyDBStore) and plugin.store.checkpoint_process
+    finally:
+        uninstall("checkpointer")
