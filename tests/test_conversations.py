@@ -13,6 +13,7 @@ import npc_memory
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.events import Event, ExtractionDropped, MemoriesExtracted
 from npc_memory.extraction.model import ExtractionJob, ExtractionResult
+from npc_memory.services.conversations import RETIRE_PER_TALK
 from npc_memory.store import TinyDBStore
 
 from .conftest import Village, tick
@@ -238,3 +239,24 @@ def test_importing_the_plugin_does_not_import_the_sdk() -> None:
     code = "import sys, npc_memory; assert 'anthropic' not in sys.modules; npc_memory.AnthropicExtractor; assert 'anthropic' in sys.modules"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_yesterdays_talk_tally_is_freed_a_few_entries_per_conversation(village: Village) -> None:
+    """Talk moves a pair only so far a game day; the next day starts afresh, and the
+    day's tally (an entry per pair that talked: hundreds of thousands on a busy server)
+    is freed a few entries per later conversation, never all in the tick the day turns."""
+    p = village.plugin
+    talks = p._conversations
+    for i in range(40):
+        talks._talk_today(f"npc{i}", "alice").spent["trust"] = 0.1
+    assert talks._talk_today("npc3", "alice").spent == {"trust": 0.1}  # the same day: kept
+    p.clock.set(86_400.0 + 5.0)
+    fresh = talks._talk_today("npc3", "alice")
+    assert fresh.spent == {} and fresh.tags == {}
+    assert sum(map(len, talks.talk_retired)) == 40 - RETIRE_PER_TALK
+    uses = 1
+    while talks.talk_retired:
+        talks._talk_today("hilda", "alice")
+        uses += 1
+    assert uses == -(-40 // RETIRE_PER_TALK)
+    assert list(talks.talk) == [("npc3", "alice"), ("hilda", "alice")]

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from npc_memory import install, uninstall
-from npc_memory.store import StoreMeta, TinyDBStore, encode_document
+from npc_memory.store import StoreMeta, TinyDBStore, encode_document, tinydb_store
 from npc_memory.store.tinydb_store import file_name
 
 from .test_store_contract import npc
@@ -172,3 +173,12 @@ def test_the_plugins_store_checkpoints_in_a_process(tmp_path: Path) -> None:
         assert isinstance(plugin.store, TinyDBStore) and plugin.store.checkpoint_process
     finally:
         uninstall("checkpointer")
+
+
+def test_the_checkpoint_process_imports_from_the_games_import_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A game that put ``npc_memory`` on ``sys.path`` itself (not installed) still gets
+    a checkpoint process that finds it."""
+    monkeypatch.setattr(sys, "path", ["/game/vendor", "", *sys.path])
+    monkeypatch.setenv("PYTHONPATH", "/already/set")
+    paths = tinydb_store._child_environment()["PYTHONPATH"].split(os.pathsep)
+    assert paths[0] == "/game/vendor" and paths[-1] == "/already/set" and "" not in paths

@@ -37,6 +37,11 @@ RULES_CONFIDENCE = 0.7
 LLM_CONFIDENCE = 0.9
 """Confidence of memories the LLM extractor made."""
 
+RETIRE_PER_TALK = 4
+"""Entries of earlier days' talk tallies freed each time a conversation's tally is
+taken (it adds at most one): a day's tally is gone within a quarter of the next
+day's conversations."""
+
 
 class ConversationEnded(msgspec.Struct, frozen=True, kw_only=True):
     """What ``end_conversation`` did: the conversation's id, its working-memory summary,
@@ -98,6 +103,10 @@ class ConversationService:
         self.talk: dict[tuple[str, str], TalkDay] = {}
         """What conversations moved each pair today (see ``RelationshipRules``)."""
         self.talk_day = -1
+        self.talk_retired: list[dict[tuple[str, str], TalkDay]] = []
+        """Tallies of earlier days, freed :data:`RETIRE_PER_TALK` entries per use (a
+        busy day's tally is hundreds of thousands of entries: freed at once, the
+        tick where the day turns would take tens of milliseconds)."""
         self.forgotten: dict[str, float] = {}
         """Keys forgotten while this plugin runs, with when (game seconds): results of
         conversations that ended by then are dropped. Kept while a job that ended
@@ -410,17 +419,33 @@ class ConversationService:
         day = int(self.state.clock.now // SECONDS_PER_DAY)
         if day != self.talk_day:
             self.talk_day = day
-            self.talk.clear()
+            if self.talk:
+                self.talk_retired.append(self.talk)
+                self.talk = {}
+        if self.talk_retired:
+            self._retire_talk(RETIRE_PER_TALK)
         talk = self.talk.get((npc, player))
         if talk is None:
             talk = self.talk[npc, player] = TalkDay()
         return talk
+
+    def _retire_talk(self, count: int) -> None:
+        """Free up to ``count`` entries of earlier days' tallies."""
+        retired = self.talk_retired
+        for _ in range(count):
+            oldest = retired[0]
+            oldest.popitem()
+            if not oldest:
+                retired.pop(0)
+                if not retired:
+                    return
 
     def drop_jobs_of(self, key: str) -> None:
         """Forget the extraction work waiting for ``key`` (an NPC or player being
         forgotten): parked and queued jobs go, and results in flight are dropped when
         they arrive."""
         self.talk = {pair: talk for pair, talk in self.talk.items() if key not in pair}
+        self.talk_retired.clear()  # (nothing reads them: freed now rather than keep the key)
         self.pipeline.forget_jobs_of(key)
         # An entry matters only while a job that ended before it waits: older ones go.
         oldest = min((job.ended_at for job in self.pipeline.pending()), default=math.inf)

@@ -795,7 +795,9 @@ class TinyDBStore:
         stdout = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
         stderr = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
         try:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr)
+            process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=_child_environment()
+            )
         except OSError as exc:
             files.close()
             self._child_failed(f"cannot start it ({_os_problem(exc)})")
@@ -1234,6 +1236,15 @@ class TinyDBStore:
             for leftover in directory.glob(f"*{TEMP_SUFFIX}"):
                 with contextlib.suppress(FileNotFoundError):
                     leftover.unlink()
+
+
+def _child_environment() -> dict[str, str]:
+    """The environment of a checkpoint process: this one's, with this interpreter's
+    import path (the process imports the same ``npc_memory``, also when the game put
+    it on ``sys.path`` itself rather than installing it)."""
+    paths = [p for p in sys.path if p]
+    inherited = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, *([inherited] if inherited else [])])}
 
 
 def _take_lock(path: Path) -> filelock.BaseFileLock:
