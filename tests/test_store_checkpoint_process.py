@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from npc_memory import install, uninstall
 from npc_memory.store import StoreMeta, TinyDBStore, encode_document, tinydb_store
 from npc_memory.store.tinydb_store import file_name
+from npc_memory.store.writer import StoreWriter, WriteBatch
 
 from .test_store_contract import npc
 from .test_store_journal import patched
@@ -35,18 +37,15 @@ def fill(store: TinyDBStore) -> dict[str, object]:
     return expected
 
 
-def run_maintenance(store: TinyDBStore, during: list[object] | None = None) -> int:
-    """Call ``maintain`` as the writer does until the checkpoint is done; how many calls
-    found it still running. Each call may append ``during``'s next document."""
-    calls = 0
+def run_maintenance(store: TinyDBStore, during: list[object] | None = None) -> None:
+    """Call ``maintain`` as the writer does (after each batch it writes) until the
+    checkpoint is done; each call may first append ``during``'s next document."""
     started = time.monotonic()
-    while store.maintain(time.perf_counter() + 0.001):
-        calls += 1
+    while store.maintain(time.perf_counter() + 0.001) or store.checkpointing:
         if during:
             store.write([encode_document(during.pop(0))])  # type: ignore[arg-type]
         assert time.monotonic() - started < WAIT, "the checkpoint process never finished"
         time.sleep(0.005)
-    return calls
 
 
 def reopened(db: Path) -> dict[str, object]:
@@ -67,8 +66,8 @@ def test_a_checkpoint_process_writes_the_files_a_fold_on_the_thread_would(tmp_pa
     on_thread = TinyDBStore(tmp_path / "t.db", checkpoint_bytes=1, checkpoint_on_close=False)
     expected = fill(by_process)
     assert fill(on_thread) == expected
-    assert by_process.maintain(time.perf_counter() + 1.0)  # started: nothing folded on this thread
-    assert by_process._child is not None
+    assert not by_process.maintain(time.perf_counter() + 1.0)  # nothing for this thread to do
+    assert by_process.checkpointing
     run_maintenance(by_process)
     on_thread.checkpoint()
     assert segments(tmp_path / "p.db") == segments(tmp_path / "t.db") == []
@@ -85,7 +84,8 @@ def test_appends_go_on_while_the_process_folds_and_wait_for_the_next_checkpoint(
     expected = fill(store)
     late = [npc(f"late{i}", trust=0.9) for i in range(50)]
     expected |= {d.key: d for d in late}
-    assert store.maintain(time.perf_counter() + 1.0)
+    store.maintain(time.perf_counter() + 1.0)
+    assert store.checkpointing
     run_maintenance(store, during=late[:])  # each call that finds it running appends one
     # Everything sealed when the checkpoint began is folded; later appends are journal.
     assert (tmp_path / "v.db" / "docs" / file_name("hilda")).exists()
@@ -95,10 +95,47 @@ def test_appends_go_on_while_the_process_folds_and_wait_for_the_next_checkpoint(
     assert reopened(tmp_path / "v.db") == expected
 
 
+class CountingStore(TinyDBStore):
+    """Counts the writer's calls of :meth:`maintain`."""
+
+    calls = 0
+
+    def maintain(self, deadline: float, pause: Callable[[], None] | None = None) -> bool:
+        self.calls += 1
+        return super().maintain(deadline, pause)
+
+
+def test_the_writer_sleeps_while_the_checkpoint_process_folds(tmp_path: Path) -> None:
+    """The writer thread does not poll the process: it waits for its next batch (a
+    thread that polled would hold the game's interpreter thousands of times a second)."""
+    store = CountingStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True)
+    many = [npc(f"m{i}") for i in range(2000)]
+    store.write([encode_document(d) for d in many])
+    writer = StoreWriter(store)  # its idle thread starts the checkpoint
+    started = time.monotonic()
+    while not store.checkpointing:
+        assert time.monotonic() - started < WAIT
+        time.sleep(0.001)
+    time.sleep(0.2)
+    assert store.checkpointing and store.calls == 1
+    batches = 0
+    while store.checkpointing:  # each batch wakes the writer, which finishes the checkpoint once it is done
+        writer.submit(WriteBatch(captures=[]))
+        writer.drain()
+        batches += 1
+        assert time.monotonic() - started < WAIT
+        time.sleep(0.01)
+    assert store.calls <= 2 * batches + 1  # a call or two after each batch, none in between
+    writer.close()
+    store.close()
+    assert reopened(tmp_path / "v.db") == {d.key: d for d in many}
+
+
 def test_closing_finishes_the_checkpoint_in_progress(tmp_path: Path) -> None:
     store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True, checkpoint_on_close=False)
     expected = fill(store)
-    assert store.maintain(time.perf_counter() + 1.0)
+    store.maintain(time.perf_counter() + 1.0)
+    assert store.checkpointing
     store.close()
     assert segments(tmp_path / "v.db") == []
     assert reopened(tmp_path / "v.db") == expected
@@ -149,7 +186,7 @@ def test_a_killed_checkpoint_process_loses_nothing(tmp_path: Path, caplog: pytes
     many = [npc(f"m{i}", trust=0.2) for i in range(2000)]
     store.write([encode_document(d) for d in many])
     expected |= {d.key: d for d in many}
-    assert store.maintain(time.perf_counter() + 1.0)
+    store.maintain(time.perf_counter() + 1.0)
     assert store._child is not None
     docs = tmp_path / "v.db" / "docs"
     started = time.monotonic()

@@ -707,13 +707,15 @@ class TinyDBStore:
     def maintain(self, deadline: float, pause: Callable[[], None] | None = None) -> bool:
         """Checkpoint work until ``deadline`` (``time.perf_counter()``), if due: the
         journal outgrew ``checkpoint_bytes`` or an earlier session left segments.
-        Returns whether work remains. Safe to stop anywhere (a crash too)."""
+        Returns whether work remains for the caller: not while a checkpoint process
+        folds (see :attr:`checkpointing`; the next call after it exits finishes its
+        checkpoint). Safe to stop anywhere (a crash too)."""
         self._check_owner()
         if self._disowned is not None or self._lost is not None:
             return False  # (the next append reports it)
         if self._child is not None:
             if self._child.process.poll() is None:
-                return True
+                return False  # nothing for this thread: the writer sleeps until its next batch
             self._end_child()
             return self._leftover or self._unfolded >= self.checkpoint_bytes
         if self._fold is None:
@@ -725,7 +727,7 @@ class TinyDBStore:
                     return False
                 if self.checkpoint_process and self._start_child(self._scan.segments):
                     self._scan = None
-                    return True
+                    return False
             try:
                 if not self._scan_step(self._scan, deadline, pause):
                     return True
@@ -738,6 +740,12 @@ class TinyDBStore:
         self._finish_fold(self._fold)
         self._fold = None
         return self._unfolded >= self.checkpoint_bytes
+
+    @property
+    def checkpointing(self) -> bool:
+        """Whether a checkpoint process is folding (or has exited and waits for
+        :meth:`maintain` to finish its checkpoint)."""
+        return self._child is not None
 
     def checkpoint(self, *, strict: bool = True) -> list[str]:
         """Fold the whole journal into the document files now. With ``strict`` off
