@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from npc_memory import install, uninstall
+from npc_memory.errors import StoreLockedError
 from npc_memory.store import StoreMeta, TinyDBStore, encode_document, tinydb_store
 from npc_memory.store.tinydb_store import file_name
 from npc_memory.store.writer import StoreWriter, WriteBatch
@@ -219,3 +220,38 @@ def test_the_checkpoint_process_imports_from_the_games_import_path(monkeypatch: 
     monkeypatch.setenv("PYTHONPATH", "/already/set")
     paths = tinydb_store._child_environment()["PYTHONPATH"].split(os.pathsep)
     assert paths[0] == "/game/vendor" and paths[-1] == "/already/set" and "" not in paths
+
+
+def test_an_owner_that_dies_mid_checkpoint_leaves_a_fold_the_next_owner_waits_for(tmp_path: Path) -> None:
+    """The checkpoint process outlives an owner that dies (it holds no lock of the
+    owner's); the next owner must not fold beside it, so opening waits for it."""
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True)
+    many = [npc(f"m{i}") for i in range(2000)]
+    store.write([encode_document(d) for d in many])
+    store.maintain(time.perf_counter() + 1.0)
+    child = store._child
+    assert child is not None
+    started = time.monotonic()
+    while not any((tmp_path / "v.db" / "docs").glob("*.json")):  # folding now
+        assert time.monotonic() - started < WAIT
+        time.sleep(0.001)
+    store._child = None  # the owner dies: its lock goes, its checkpoint process goes on
+    assert store._lock is not None
+    store._lock.release()
+    successor = TinyDBStore(tmp_path / "v.db")
+    assert len(list((tmp_path / "v.db" / "docs").glob("*.json"))) == len(many)  # it waited for the whole fold
+    assert child.process.wait() == 0
+    assert successor.load().documents == {d.key: d for d in many}
+    successor.close()
+    child.files.close()
+    store._journal.close()
+
+
+def test_an_open_gives_up_on_a_checkpoint_process_that_never_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    TinyDBStore(tmp_path / "v.db").close()
+    monkeypatch.setattr(tinydb_store, "ORPHAN_WAIT", 0.2)
+    with tinydb_store.checkpoint_lock(tmp_path / "v.db"), pytest.raises(StoreLockedError, match="checkpoint process"):
+        TinyDBStore(tmp_path / "v.db")
+    TinyDBStore(tmp_path / "v.db").close()  # the lock it took was let go

@@ -13,13 +13,14 @@ import argparse
 import contextlib
 import os
 import sys
+from pathlib import Path
 
 import msgspec
 from pydantic import TypeAdapter
 
 from npc_memory.content.schema import Threshold
 from npc_memory.store.migrations import MigrationContext
-from npc_memory.store.tinydb_store import TinyDBStore
+from npc_memory.store.tinydb_store import TinyDBStore, checkpoint_lock
 
 
 def _in_background() -> None:
@@ -40,13 +41,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _in_background()
     thresholds = TypeAdapter(tuple[Threshold, ...]).validate_json(args.thresholds)
-    store = TinyDBStore(
-        args.store, create=False, migration=MigrationContext(thresholds=thresholds), checkpointer=True
-    )
-    try:
-        result = store.fold_sealed(args.segments)
-    finally:
-        store.close()
+    with checkpoint_lock(Path(args.store)):  # the owner's successor waits for it, should the owner die
+        store = TinyDBStore(
+            args.store, create=False, migration=MigrationContext(thresholds=thresholds), checkpointer=True
+        )
+        try:
+            result = store.fold_sealed(args.segments)
+        finally:
+            store.close()
     sys.stdout.buffer.write(msgspec.json.encode(result))
     return 0
 

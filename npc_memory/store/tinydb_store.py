@@ -3,6 +3,7 @@
 Layout of a store directory (``village.db/``)::
 
     LOCK                  held by the one process that owns the store
+    LOCK.checkpoint       held by its checkpoint process while that folds the journal
     meta.json             TinyDB database, table "meta": the StoreMeta document
     docs/<slug>.json      TinyDB database per NPC (table "npcs") or player ("players")
     docs/<slug>.json.prev the previous good generation of that file
@@ -114,6 +115,12 @@ world's files are then current after a clean shutdown; a large one closes at onc
 LOCK_FILE = "LOCK"
 OWNER_FILE = "LOCK.owner"
 """Holds the process id of the store's owner, for the error a second opener gets."""
+CHECKPOINT_LOCK_FILE = "LOCK.checkpoint"
+"""Held by a checkpoint process while it folds. An owner that dies leaves its
+checkpoint process running to the end of its fold; the next owner waits for it when it
+opens the store, so the two never fold the same documents at once."""
+ORPHAN_WAIT = 120.0
+"""Seconds an opener waits for such a process before giving up (StoreLockedError)."""
 _TABLES = {"npc": "npcs", "player": "players"}
 
 
@@ -668,7 +675,7 @@ class TinyDBStore:
         report.journal = self.checkpoint(strict=False)
         report.segments_left = len(self._journal.segments())
         removed = {self.path / DOCS_DIR / file_name(key) for key in remove}
-        skip = {self.path / LOCK_FILE, self.path / OWNER_FILE, self.path / PENDING_FILE}
+        skip = {self.path / name for name in (LOCK_FILE, OWNER_FILE, CHECKPOINT_LOCK_FILE, PENDING_FILE)}
         skip |= removed | {previous_of(p) for p in removed}
         candidates = [
             p
@@ -1232,6 +1239,8 @@ class TinyDBStore:
         try:
             (self.path / OWNER_FILE).write_text(str(os.getpid()), "ascii")
             self._lock_id = _file_id(self.path / LOCK_FILE)
+            if not self.read_only:
+                _wait_for_checkpoint_process(self.path)
         except BaseException:
             lock.release()
             raise
@@ -1286,6 +1295,26 @@ def check_unlocked(path: str | os.PathLike[str]) -> None:
     except OSError:  # read-only media: nobody can own it
         return
     lock.release()
+
+
+def checkpoint_lock(path: Path, timeout: float = -1) -> filelock.BaseFileLock:
+    """The lock a checkpoint process of the store at ``path`` holds while it folds
+    (``timeout``: seconds to wait for it, -1 for as long as it takes)."""
+    return filelock.FileLock(path / CHECKPOINT_LOCK_FILE, timeout=timeout, thread_local=False)
+
+
+def _wait_for_checkpoint_process(path: Path) -> None:
+    """Wait for a checkpoint process an earlier owner left folding (see
+    :data:`CHECKPOINT_LOCK_FILE`)."""
+    try:
+        with checkpoint_lock(path, ORPHAN_WAIT):
+            pass
+    except filelock.Timeout:
+        raise StoreLockedError(
+            f"store {path}: a checkpoint process of an earlier owner is still writing its documents "
+            f"after {ORPHAN_WAIT:.0f} s (it holds {path / CHECKPOINT_LOCK_FILE}); "
+            "end it, then open the store again"
+        ) from None
 
 
 def _file_id(path: Path) -> tuple[int, int]:

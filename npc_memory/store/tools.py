@@ -32,6 +32,7 @@ from npc_memory.store.files import PREVIOUS_SUFFIX, fsync_dir, previous_of, writ
 from npc_memory.store.mending import mend
 from npc_memory.store.migrations import MigrationContext, migrate_document
 from npc_memory.store.tinydb_store import (
+    CHECKPOINT_LOCK_FILE,
     DOCS_DIR,
     JOURNAL_DIR,
     LOCK_FILE,
@@ -406,7 +407,7 @@ def clear_store(path: str | os.PathLike[str], world: str) -> None:
                 "(choose another path, or remove it yourself)"
             )
         for entry in directory.iterdir():
-            if entry.name in (LOCK_FILE, OWNER_FILE):
+            if entry.name in (LOCK_FILE, OWNER_FILE, CHECKPOINT_LOCK_FILE):
                 continue
             if entry.is_dir():
                 shutil.rmtree(entry)
