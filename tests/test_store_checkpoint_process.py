@@ -17,7 +17,7 @@ import pytest
 
 from npc_memory import install, uninstall
 from npc_memory.errors import StoreLockedError
-from npc_memory.store import StoreMeta, TinyDBStore, encode_document, tinydb_store
+from npc_memory.store import StoreMeta, TinyDBStore, checkpointer, encode_document, tinydb_store
 from npc_memory.store.tinydb_store import file_name
 from npc_memory.store.writer import StoreWriter, WriteBatch
 
@@ -132,15 +132,37 @@ def test_the_writer_sleeps_while_the_checkpoint_process_folds(tmp_path: Path) ->
     assert reopened(tmp_path / "v.db") == {d.key: d for d in many}
 
 
-def test_closing_finishes_the_checkpoint_in_progress(tmp_path: Path) -> None:
+def test_closing_finishes_a_checkpoint_whose_process_is_done(tmp_path: Path) -> None:
     store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True, checkpoint_on_close=False)
     expected = fill(store)
     store.maintain(time.perf_counter() + 1.0)
-    assert store.checkpointing
+    assert store._child is not None
+    store._child.process.wait()
     store.close()
     assert segments(tmp_path / "v.db") == []
     assert reopened(tmp_path / "v.db") == expected
-    assert b'"clock":9.0' in (tmp_path / "v.db" / "meta.json").read_bytes()
+    assert b'"clock":9.0' in (tmp_path / "v.db" / "meta.json").read_bytes()  # read back from the journal
+
+
+def test_closing_or_a_checkpoint_stops_a_process_still_folding_and_loses_nothing(tmp_path: Path) -> None:
+    """Shutting down (or forgetting a player: a checkpoint now) does not wait for a
+    low-priority fold: the process is stopped and what it folded is skipped."""
+    for how in ("close", "checkpoint"):
+        db = tmp_path / f"{how}.db"
+        store = TinyDBStore(db, checkpoint_bytes=1, checkpoint_process=True, checkpoint_on_close=False)
+        expected = fill(store)
+        many = [npc(f"m{i}") for i in range(2000)]
+        store.write([encode_document(d) for d in many])
+        expected |= {d.key: d for d in many}
+        store.maintain(time.perf_counter() + 1.0)
+        child = store._child
+        assert child is not None
+        if how == "checkpoint":
+            store.checkpoint()
+            assert segments(db) == []
+        store.close()
+        assert child.process.poll() == -9  # stopped, not waited for
+        assert reopened(db) == expected
 
 
 def failing_python(tmp_path: Path) -> str:
@@ -159,8 +181,10 @@ def test_a_process_that_fails_leaves_the_fold_to_the_thread_and_says_why(
     expected = fill(store)
     with caplog.at_level(logging.ERROR, "npc_memory.store"):
         run_maintenance(store)
-    [record] = [r for r in caplog.records if "checkpoint process" in r.message]
-    assert "exited with status 3" in record.message and "no module named npc_memory" in record.message
+    said = [r.message for r in caplog.records if "checkpoint process" in r.message]
+    assert len(said) == tinydb_store.CHILD_TRIES
+    assert all("exited with status 3" in m and "no module named npc_memory" in m for m in said)
+    assert all("retried in a new one" in m for m in said[:-1]) and "from now on" in said[-1]
     assert not store.checkpoint_process  # not tried again
     assert segments(tmp_path / "v.db") == []  # folded on this thread instead
     assert store.load().documents == expected
@@ -208,9 +232,61 @@ def test_a_killed_checkpoint_process_loses_nothing(tmp_path: Path, caplog: pytes
 def test_the_plugins_store_checkpoints_in_a_process(tmp_path: Path) -> None:
     plugin = install(world="checkpointer", store=tmp_path / "v.db")
     try:
-        assert isinstance(plugin.store, TinyDBStore) and plugin.store.checkpoint_process
+        store = plugin.store
+        assert isinstance(store, TinyDBStore) and store.checkpoint_process
+        store.checkpoint_bytes = 1
+        for i in range(20):
+            plugin.add_npc(key=f"n{i}")
+        plugin.save()
+        started = time.monotonic()
+        docs = tmp_path / "v.db" / "docs"
+        while not (docs / file_name("n19")).exists() or store.checkpointing:  # each save wakes the writer
+            plugin.remember("n0", None, f"A note at {time.monotonic()}")
+            plugin.save()
+            assert time.monotonic() - started < WAIT
+            time.sleep(0.01)
+        assert store.checkpoint_process and store._child_failures == 0  # folded by the process
     finally:
         uninstall("checkpointer")
+
+
+def test_a_process_whose_owner_has_changed_folds_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An owner that dies before its checkpoint process takes the checkpoint lock may be
+    followed by one that folds the same segments: the process then leaves them alone."""
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_on_close=False)
+    expected = fill(store)
+    scan = store._start_scan(strict=True)
+    assert scan is not None and store._lock_id is not None
+    args = [str(tmp_path / "v.db"), "--thresholds", "[]", *map(str, scan.segments)]
+    dev, inode = store._lock_id
+    assert checkpointer.main(["--owner", f"{os.getpid() + 1}:{dev}:{inode}", *args]) == checkpointer.NEW_OWNER
+    assert checkpointer.main(["--owner", f"{os.getpid()}:{dev}:{inode + 1}", *args]) == checkpointer.NEW_OWNER
+    assert not list((tmp_path / "v.db" / "docs").glob("*.json"))
+    assert checkpointer.main(["--owner", f"{os.getpid()}:{dev}:{inode}", *args]) == 0
+    assert {p.name for p in (tmp_path / "v.db" / "docs").glob("*.json")} == {file_name(k) for k in expected}
+    assert '"top":' in capsys.readouterr().out
+    store.close()
+
+
+@pytest.mark.parametrize("how", ["engine", "frozen", "none"])
+def test_no_checkpoint_process_where_this_interpreter_cannot_start_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A game engine embedding Python reports its own executable (running it would
+    start the game again), a frozen application likewise, some embeddings none."""
+    if how == "engine":
+        monkeypatch.setattr(sys, "executable", "/opt/game/bin/GameEngine")
+    elif how == "frozen":
+        monkeypatch.setattr(sys, "frozen", True, raising=False)
+    else:
+        monkeypatch.setattr(sys, "executable", "")
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True)
+    assert not store.checkpoint_process
+    expected = fill(store)
+    run_maintenance(store)
+    assert segments(tmp_path / "v.db") == []  # folded on the thread
+    assert store.load().documents == expected
+    store.close()
 
 
 def test_the_checkpoint_process_imports_from_the_games_import_path(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -121,6 +121,12 @@ checkpoint process running to the end of its fold; the next owner waits for it w
 opens the store, so the two never fold the same documents at once."""
 ORPHAN_WAIT = 120.0
 """Seconds an opener waits for such a process before giving up (StoreLockedError)."""
+CHILD_TRIES = 3
+"""Checkpoint processes that may fail in a row before checkpoints go back to the
+writer thread for the rest of the session."""
+CHILD_DEADLINE = 600.0
+"""Seconds after which a checkpoint process still running is stopped, and checkpoints
+go back to the writer thread (one folds a 64 MB journal in about 2 s of CPU)."""
 _TABLES = {"npc": "npcs", "player": "players"}
 
 
@@ -210,15 +216,19 @@ class _Scan:
     strict: bool
     entries: dict[str, list[_Entry]] = field(default_factory=dict)
     meta: tuple[int, bytes] | None = None
+    meta_at: tuple[int, int, int] | None = None
+    """Where the last metadata record is: segment, frame offset, payload length."""
     top: int = 0
 
 
 class FoldResult(msgspec.Struct, frozen=True):
-    """What a checkpoint process reports of its fold: the highest lsn read, the last
-    metadata record (encoded), problems, and whether a document could not be folded."""
+    """What a checkpoint process reports of its fold: the highest lsn read, where the
+    last metadata record is (segment, frame offset, payload length: the owner reads it
+    there, so no game data passes outside the store), problems, and whether a document
+    could not be folded."""
 
     top: int
-    meta: bytes | None
+    meta_at: tuple[int, int, int] | None
     problems: list[str]
     keep: bool
 
@@ -235,6 +245,7 @@ class _Child:
     stdout: IO[bytes]
     stderr: IO[bytes]
     files: contextlib.ExitStack
+    started: float  # time.monotonic()
 
 
 @dataclass
@@ -263,11 +274,15 @@ class TinyDBStore:
     that must not write, such as ``export`` and ``inspect``). ``read_only``: the
     opener only reads (a store on read-only media is then opened without its lock).
     ``checkpoint_process``: :meth:`maintain` folds in a checkpoint process
-    (``python -m npc_memory.store.checkpointer``, run by :attr:`checkpoint_python`)
-    rather than in slices on the caller's thread; if that process cannot be started or
-    fails, the store logs why and folds on the caller's thread from then on.
+    (``python -P -m npc_memory.store.checkpointer``, run by :attr:`checkpoint_python`,
+    at the lowest priority, in a session of its own) rather than in slices on the
+    caller's thread. It is on only where this interpreter can start another (not
+    frozen, ``sys.executable`` a ``python`` or ``pypy``: an embedding game engine's
+    executable is not one). A failed process is logged and its checkpoint retried in a
+    new one; after ``CHILD_TRIES`` failures in a row, or one that runs past
+    ``CHILD_DEADLINE``, the store folds on the caller's thread from then on.
     ``checkpointer``: the opener *is* such a process (see :meth:`fold_sealed`): it
-    takes no lock (the owner holds it) and writes nothing but document files.
+    takes none of the owner's locks and writes nothing but document files.
 
     Before each journal append the store checks it still owns its directory: a
     removed directory is recreated (:class:`StoreLostError`: the caller writes
@@ -292,10 +307,13 @@ class TinyDBStore:
         self.checkpoint_bytes = checkpoint_bytes
         self.checkpoint_on_close = checkpoint_on_close and not (read_only or checkpointer)
         self.read_only = read_only
-        self.checkpoint_process = checkpoint_process and not (read_only or checkpointer)
-        self.checkpoint_python = sys.executable
+        python = _python_for_checkpoints()
+        writes = not (read_only or checkpointer)
+        self.checkpoint_process = checkpoint_process and python is not None and writes
+        self.checkpoint_python = python or ""
         """The interpreter that runs checkpoint processes."""
         self._child: _Child | None = None
+        self._child_failures = 0  # in a row
         self._lock: filelock.BaseFileLock | None = None
         self._lock_id: tuple[int, int] | None = None
         self._disowned: str | None = None  # why this process stopped writing, once it has
@@ -722,8 +740,12 @@ class TinyDBStore:
             return False  # (the next append reports it)
         if self._child is not None:
             if self._child.process.poll() is None:
-                return False  # nothing for this thread: the writer sleeps until its next batch
-            self._end_child()
+                if time.monotonic() - self._child.started <= CHILD_DEADLINE:
+                    return False  # nothing for this thread: the writer sleeps until its next batch
+                self._stop_child()
+                self._child_failed(f"it ran over {CHILD_DEADLINE:.0f} s", give_up=True)
+            else:
+                self._end_child()
             return self._leftover or self._unfolded >= self.checkpoint_bytes
         if self._fold is None:
             if self._scan is None:
@@ -762,9 +784,7 @@ class TinyDBStore:
             return self._checkpoint(strict)
 
     def _checkpoint(self, strict: bool) -> list[str]:
-        if self._child is not None:  # its documents first: a fold here would redo them
-            self._child.process.wait()
-            self._end_child()
+        self._end_or_stop_child()  # what it folded stays folded: the fold below skips it
         self._scan = None  # (read again below, with every segment)
         if self._fold is not None and self._fold.strict != strict:
             self._fold = None
@@ -792,16 +812,19 @@ class TinyDBStore:
             self._fold_step(fold, float("inf"))
         finally:
             self._journal.close_readers()
-        meta = None if scan.meta is None else scan.meta[1]
-        return FoldResult(top=fold.top, meta=meta, problems=fold.problems, keep=fold.keep)
+        return FoldResult(top=fold.top, meta_at=scan.meta_at, problems=fold.problems, keep=fold.keep)
 
     def _start_child(self, segments: list[int]) -> bool:
         """Start a checkpoint process folding ``segments``; whether it started."""
+        assert self._lock_id is not None
         command = [
             self.checkpoint_python,
+            "-P",  # (the game's working directory is not on its import path)
             "-m",
             "npc_memory.store.checkpointer",
             str(self.path),
+            "--owner",
+            f"{os.getpid()}:{self._lock_id[0]}:{self._lock_id[1]}",
             "--thresholds",
             msgspec.json.encode([t.model_dump() for t in self.migration.thresholds]).decode(),
             *map(str, segments),
@@ -811,13 +834,20 @@ class TinyDBStore:
         stderr = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
         try:
             process = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=_child_environment()
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                env=_child_environment(),
+                **_background_options(),
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             files.close()
-            self._child_failed(f"cannot start it ({_os_problem(exc)})")
+            problem = _os_problem(exc) if isinstance(exc, OSError) else str(exc)
+            self._child_failed(f"cannot start it ({problem})", give_up=True)
             return False
-        self._child = _Child(process, segments, stdout, stderr, files)
+        _lower_priority(process.pid)
+        self._child = _Child(process, segments, stdout, stderr, files, time.monotonic())
         return True
 
     def _end_child(self) -> None:
@@ -830,35 +860,45 @@ class TinyDBStore:
         child.stderr.seek(0)
         output, errors = child.stdout.read(), child.stderr.read()
         child.files.close()
+        said = " / ".join(errors.decode("utf-8", "replace").strip().splitlines()[-5:]) or "no message"
         result: FoldResult | None = None
         if code == 0:
             with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
                 result = _fold_result_decoder.decode(output)
         if result is None:
-            said = errors.decode("utf-8", "replace").strip().splitlines()[-5:]
-            self._child_failed(f"it exited with status {code}: {' / '.join(said) or 'no message'}")
+            self._child_failed(f"it exited with status {code}: {said}")
             return
+        self._child_failures = 0
+        for problem in result.problems:  # (the fold goes on past a document it cannot write)
+            log.error("checkpoint process for %r: %s", self, problem)
         meta_record = None
-        if result.meta is not None:
-            record = record_decoder.decode(result.meta)
+        if result.meta_at is not None:
+            record = record_decoder.decode(self._journal.read_record(*result.meta_at))
             assert isinstance(record, MetaRecord)
             meta_record = record
         fold = _Fold(child.segments, {}, [], meta_record, result.top, True, problems=result.problems)
         fold.keep = result.keep
         self._finish_fold(fold)
 
-    def _child_failed(self, why: str) -> None:
-        log.error(
-            "checkpoint process for %r failed: %s; checkpoints run on the writer thread from now on",
-            self,
-            why,
-        )
-        self.checkpoint_process = False
-        self._leftover = True  # the sealed segments are folded on this thread next
+    def _child_failed(self, why: str, *, give_up: bool = False) -> None:
+        self._child_failures += 1
+        if give_up or self._child_failures >= CHILD_TRIES:
+            self.checkpoint_process = False
+            then = "checkpoints run on the writer thread from now on"
+        else:
+            then = "its checkpoint is retried in a new one"
+        log.error("checkpoint process for %r failed: %s; %s", self, why, then)
+        self._leftover = True  # the sealed segments are folded next
+
+    def _end_or_stop_child(self) -> None:
+        """Finish the checkpoint of a process that has exited; stop one still folding
+        (what it folded is in the files; its segments stay until a later checkpoint)."""
+        if self._child is not None and self._child.process.poll() is not None:
+            self._end_child()
+        self._stop_child()
 
     def _stop_child(self) -> None:
-        """Stop a checkpoint process at once (what it folded is in the files; its
-        segments stay until a later checkpoint)."""
+        """Stop a checkpoint process at once (see :meth:`_end_or_stop_child`)."""
         child, self._child = self._child, None
         if child is not None:
             child.process.kill()
@@ -895,6 +935,7 @@ class TinyDBStore:
             if isinstance(head, MetaHead):
                 if scan.meta is None or head.lsn > scan.meta[0]:
                     scan.meta = (head.lsn, bytes(payload))
+                    scan.meta_at = (segment, offset, len(payload))
             elif not isinstance(head, SegmentHead):
                 kind = "patch" if isinstance(head, PatchHead) else "put"
                 if isinstance(head, DeleteHead):
@@ -1147,14 +1188,12 @@ class TinyDBStore:
                 self.checkpoint()
             except (OSError, StoreError) as exc:  # the journal keeps everything
                 log.warning("checkpoint on closing %r failed: %s", self, exc)
-        if self._child is not None:  # a checkpoint in progress ends first (a second or two)
-            if self._disowned is None and self._lost is None:
-                self._child.process.wait()
-                try:
-                    self._end_child()
-                except (OSError, StoreError) as exc:  # the journal keeps everything
-                    log.warning("checkpoint on closing %r failed: %s", self, exc)
-            self._stop_child()
+        if self._disowned is None and self._lost is None:
+            try:
+                self._end_or_stop_child()
+            except (OSError, StoreError) as exc:  # the journal keeps everything
+                log.warning("checkpoint on closing %r failed: %s", self, exc)
+        self._stop_child()
         self._fold = self._scan = None
         self._journal.close()
         if self._lock is not None:
@@ -1255,13 +1294,45 @@ class TinyDBStore:
                     leftover.unlink()
 
 
+def _python_for_checkpoints() -> str | None:
+    """The interpreter to run checkpoint processes with, if this one can start another:
+    not a frozen application, and ``sys.executable`` a Python (a game engine that
+    embeds Python reports its own executable, which would start the game again)."""
+    executable = sys.executable
+    if not executable or getattr(sys, "frozen", False):
+        return None
+    if not Path(executable).name.lower().startswith(("python", "pypy")):
+        return None
+    return executable
+
+
 def _child_environment() -> dict[str, str]:
     """The environment of a checkpoint process: this one's, with this interpreter's
     import path (the process imports the same ``npc_memory``, also when the game put
     it on ``sys.path`` itself rather than installing it)."""
-    paths = [p for p in sys.path if p]
+    paths = [os.path.abspath(p) for p in sys.path if isinstance(p, str) and p]
     inherited = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, *([inherited] if inherited else [])])}
+
+
+def _background_options() -> dict[str, Any]:
+    """``Popen`` options for a checkpoint process: its own session or process group
+    (the terminal's Ctrl+C is the game's), and on Windows the idle priority class."""
+    if os.name == "nt":
+        flags = 0
+        for name in ("IDLE_PRIORITY_CLASS", "CREATE_NO_WINDOW", "CREATE_NEW_PROCESS_GROUP"):
+            flags |= getattr(subprocess, name, 0)
+        return {"creationflags": flags}
+    return {"start_new_session": True}
+
+
+def _lower_priority(pid: int) -> None:
+    """Run process ``pid`` below the game: normal scheduling (not a real-time class
+    inherited from a server loop), lowest priority (best effort, POSIX)."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, pid, 19)
 
 
 def _take_lock(path: Path) -> filelock.BaseFileLock:
