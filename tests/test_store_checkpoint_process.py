@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -130,6 +131,31 @@ def test_the_writer_sleeps_while_the_checkpoint_process_folds(tmp_path: Path) ->
     writer.close()
     store.close()
     assert reopened(tmp_path / "v.db") == {d.key: d for d in many}
+
+
+def test_a_writer_behind_on_its_batches_still_finishes_checkpoints(tmp_path: Path) -> None:
+    """A writer whose queue never empties (rounds overrunning their interval) finishes a
+    checkpoint whose process is done between two batches, not once it has caught up."""
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True)
+    expected = fill(store)
+    writer = StoreWriter(store)  # its idle thread starts the checkpoint
+    started = time.monotonic()
+    while not store.checkpointing:
+        assert time.monotonic() - started < WAIT
+        time.sleep(0.001)
+    gate = threading.Event()
+    writer.submit(WriteBatch(after=lambda _: gate.wait(WAIT)))  # the writer is busy ...
+    assert store._child is not None
+    store._child.process.wait()  # ... while the process finishes its fold
+    seen: list[bool] = []
+    for _ in range(3):  # ... and batches queue up behind
+        writer.submit(WriteBatch(after=lambda _: seen.append(store.checkpointing)))
+    gate.set()
+    writer.drain()
+    assert seen == [False, False, False]
+    writer.close()
+    store.close()
+    assert reopened(tmp_path / "v.db") == expected
 
 
 def test_closing_finishes_a_checkpoint_whose_process_is_done(tmp_path: Path) -> None:

@@ -277,11 +277,13 @@ class StoreWriter:
             batches = [b for b in group if b is not None]
             if batches:
                 self._write(batches)
-                upkeep = self.journal is not None
             for _ in group:
                 self._queue.task_done()
             if group[-1] is None:
                 return
+            # A slice of upkeep after each write too: a writer behind on its rounds
+            # never finds its queue empty, and the journal must not grow meanwhile.
+            upkeep = self.journal is not None and self._maintain()
 
     def _maintain(self) -> bool:
         assert self.journal is not None
