@@ -106,7 +106,7 @@ DOCS_DIR = "docs"
 JOURNAL_DIR = "journal"
 PENDING_FILE = "privacy-pending.json"
 DEFAULT_CHECKPOINT_BYTES = 64 * 1024 * 1024
-"""Journal bytes after which the writer starts a checkpoint in its idle time."""
+"""Journal bytes after which :meth:`TinyDBStore.maintain` starts a checkpoint."""
 PAUSE_EVERY_RECORDS = 128
 """Journal records read between two calls of a checkpoint's ``pause`` (~0.1 ms)."""
 CLOSE_CHECKPOINT_KEYS = 256
