@@ -18,11 +18,20 @@ import pytest
 
 from npc_memory import install, uninstall
 from npc_memory.errors import StoreLockedError
-from npc_memory.store import StoreMeta, TinyDBStore, checkpointer, encode_document, tinydb_store
+from npc_memory.store import (
+    NpcDocument,
+    Store,
+    StoreMeta,
+    TinyDBStore,
+    checkpointer,
+    encode_document,
+    tinydb_store,
+)
 from npc_memory.store.tinydb_store import file_name
 from npc_memory.store.writer import StoreWriter, WriteBatch
 
 from .test_store_contract import npc
+from .test_store_damage import load
 from .test_store_journal import patched
 
 WAIT = 60.0
@@ -39,24 +48,23 @@ def fill(store: TinyDBStore) -> dict[str, object]:
     return expected
 
 
-def run_maintenance(store: TinyDBStore, during: list[object] | None = None) -> None:
+def run_maintenance(store: TinyDBStore, during: list[NpcDocument] | None = None) -> None:
     """Call ``maintain`` as the writer does (after each batch it writes) until the
     checkpoint is done; each call may first append ``during``'s next document."""
     started = time.monotonic()
     while store.maintain(time.perf_counter() + 0.001) or store.checkpointing:
         if during:
-            store.write([encode_document(during.pop(0))])  # type: ignore[arg-type]
+            store.write([encode_document(during.pop(0))])
         assert time.monotonic() - started < WAIT, "the checkpoint process never finished"
         time.sleep(0.005)
 
 
-def reopened(db: Path) -> dict[str, object]:
-    """The documents a fresh open of ``db`` loads."""
-    store = TinyDBStore(db)
-    try:
-        return dict(store.load().documents)
-    finally:
-        store.close()
+def wait_until(condition: Callable[[], bool]) -> None:
+    """Poll ``condition`` until it holds (for ``WAIT`` seconds at most)."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < WAIT
+        time.sleep(0.001)
 
 
 def segments(db: Path) -> list[str]:
@@ -94,7 +102,7 @@ def test_appends_go_on_while_the_process_folds_and_wait_for_the_next_checkpoint(
     run_maintenance(store)  # the next checkpoint (the journal is past 1 byte again)
     assert store.load().documents == expected
     store.close()
-    assert reopened(tmp_path / "v.db") == expected
+    assert load(tmp_path / "v.db") == expected
 
 
 class CountingStore(TinyDBStore):
@@ -114,10 +122,8 @@ def test_the_writer_sleeps_while_the_checkpoint_process_folds(tmp_path: Path) ->
     many = [npc(f"m{i}") for i in range(2000)]
     store.write([encode_document(d) for d in many])
     writer = StoreWriter(store)  # its idle thread starts the checkpoint
+    wait_until(lambda: store.checkpointing)
     started = time.monotonic()
-    while not store.checkpointing:
-        assert time.monotonic() - started < WAIT
-        time.sleep(0.001)
     time.sleep(0.2)
     assert store.checkpointing and store.calls == 1
     batches = 0
@@ -130,7 +136,7 @@ def test_the_writer_sleeps_while_the_checkpoint_process_folds(tmp_path: Path) ->
     assert store.calls <= 2 * batches + 1  # a call or two after each batch, none in between
     writer.close()
     store.close()
-    assert reopened(tmp_path / "v.db") == {d.key: d for d in many}
+    assert load(tmp_path / "v.db") == {d.key: d for d in many}
 
 
 def test_a_writer_behind_on_its_batches_still_finishes_checkpoints(tmp_path: Path) -> None:
@@ -139,12 +145,13 @@ def test_a_writer_behind_on_its_batches_still_finishes_checkpoints(tmp_path: Pat
     store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True)
     expected = fill(store)
     writer = StoreWriter(store)  # its idle thread starts the checkpoint
-    started = time.monotonic()
-    while not store.checkpointing:
-        assert time.monotonic() - started < WAIT
-        time.sleep(0.001)
+    wait_until(lambda: store.checkpointing)
     gate = threading.Event()
-    writer.submit(WriteBatch(after=lambda _: gate.wait(WAIT)))  # the writer is busy ...
+
+    def held(_: Store) -> None:
+        gate.wait(WAIT)
+
+    writer.submit(WriteBatch(after=held))  # the writer is busy ...
     assert store._child is not None
     store._child.process.wait()  # ... while the process finishes its fold
     seen: list[bool] = []
@@ -155,7 +162,7 @@ def test_a_writer_behind_on_its_batches_still_finishes_checkpoints(tmp_path: Pat
     assert seen == [False, False, False]
     writer.close()
     store.close()
-    assert reopened(tmp_path / "v.db") == expected
+    assert load(tmp_path / "v.db") == expected
 
 
 def test_closing_finishes_a_checkpoint_whose_process_is_done(tmp_path: Path) -> None:
@@ -166,7 +173,7 @@ def test_closing_finishes_a_checkpoint_whose_process_is_done(tmp_path: Path) -> 
     store._child.process.wait()
     store.close()
     assert segments(tmp_path / "v.db") == []
-    assert reopened(tmp_path / "v.db") == expected
+    assert load(tmp_path / "v.db") == expected
     assert b'"clock":9.0' in (tmp_path / "v.db" / "meta.json").read_bytes()  # read back from the journal
 
 
@@ -188,7 +195,7 @@ def test_closing_or_a_checkpoint_stops_a_process_still_folding_and_loses_nothing
             assert segments(db) == []
         store.close()
         assert child.process.poll() == -9  # stopped, not waited for
-        assert reopened(db) == expected
+        assert load(db) == expected
 
 
 def failing_python(tmp_path: Path) -> str:
@@ -240,10 +247,7 @@ def test_a_killed_checkpoint_process_loses_nothing(tmp_path: Path, caplog: pytes
     store.maintain(time.perf_counter() + 1.0)
     assert store._child is not None
     docs = tmp_path / "v.db" / "docs"
-    started = time.monotonic()
-    while not any(docs.glob("*.json")):  # killed in the middle of its fold
-        assert time.monotonic() - started < WAIT
-        time.sleep(0.001)
+    wait_until(lambda: any(docs.glob("*.json")))  # killed in the middle of its fold
     store._child.process.kill()
     store._child.process.wait()
     assert 0 < len(list(docs.glob("*.json"))) < len(expected)  # part folded, part not
@@ -252,7 +256,7 @@ def test_a_killed_checkpoint_process_loses_nothing(tmp_path: Path, caplog: pytes
     assert any("exited with status -9" in r.message for r in caplog.records)
     assert store.load().documents == expected
     store.close()
-    assert reopened(tmp_path / "v.db") == expected
+    assert load(tmp_path / "v.db") == expected
 
 
 def test_the_plugins_store_checkpoints_in_a_process(tmp_path: Path) -> None:
@@ -333,10 +337,7 @@ def test_an_owner_that_dies_mid_checkpoint_leaves_a_fold_the_next_owner_waits_fo
     store.maintain(time.perf_counter() + 1.0)
     child = store._child
     assert child is not None
-    started = time.monotonic()
-    while not any((tmp_path / "v.db" / "docs").glob("*.json")):  # folding now
-        assert time.monotonic() - started < WAIT
-        time.sleep(0.001)
+    wait_until(lambda: any((tmp_path / "v.db" / "docs").glob("*.json")))  # folding now
     store._child = None  # the owner dies: its lock goes, its checkpoint process goes on
     assert store._lock is not None
     store._lock.release()
