@@ -670,9 +670,11 @@ def measure(
     result = {"first_tick": first, "windows": windows, "summary": summary(windows, first, interval, plugin, out)}
     if collector is not None:
         result["frame_collector"] = {"collections": collector.collections, "forced": collector.forced,
-                                     "max_pause_ms": round(collector.max_pause * 1e3, 2)}
+                                     "max_pause_ms": round(collector.max_pause * 1e3, 2),
+                                     "total_pause_ms": round(collector.total_pause * 1e3, 1)}
         out(f"garbage collector between frames: {collector.collections} young collections "
-            f"({collector.forced} without slack), longest {collector.max_pause * 1e3:.2f} ms")
+            f"({collector.forced} without slack), longest {collector.max_pause * 1e3:.2f} ms, "
+            f"{collector.total_pause * 1e3:.0f} ms in all")
     return result
 
 

@@ -84,7 +84,7 @@ def test_nothing_runs_until_a_collection_is_due() -> None:
 
 
 def test_a_due_collection_waits_for_slack_unless_the_backlog_is_full() -> None:
-    with npc_memory.FrameCollector(young=1000, backlog=3) as collector:
+    with npc_memory.FrameCollector(young=1000, backlog=3, longest=1.0) as collector:
         kept = allocate(1000)
         assert collector.between_frames(None)  # an unpaced loop: any time will do
         collector._per_object = 4e-6  # as if the last one took 4 µs an object
@@ -96,6 +96,39 @@ def test_a_due_collection_waits_for_slack_unless_the_backlog_is_full() -> None:
         kept += allocate(3000)
         assert collector.between_frames(0.0) is True, "3 × young objects pending: it runs anyway"
         assert collector.collections == 3 and collector.forced == 1 and len(kept) == 5000
+
+
+def test_a_collection_expected_to_take_longest_runs_without_slack() -> None:
+    with npc_memory.FrameCollector(young=1000, longest=0.003) as collector:
+        kept = allocate(1000)
+        assert collector.between_frames(None)
+        collector._per_object = 2e-6  # 2 ms for the 1,000 below: under longest, so slack decides
+        kept += allocate(1000)
+        assert collector.between_frames(0.0) is False
+        kept += allocate(1000)  # 4 ms expected
+        assert collector.between_frames(0.0) is True
+        assert collector.forced == 1 and len(kept) == 3000
+
+
+def test_frames_make_a_collection_due_when_the_count_stays_low() -> None:
+    """CPython's count falls whenever any container dies: a world at its caps, replacing
+    old records with new ones, keeps it near zero while the young generation grows. The
+    frames since the last collection, at the cost per frame it took, still bring one."""
+    old = allocate(50_000)
+    with npc_memory.FrameCollector(young=1000, longest=0.003) as collector:  # freezes `old`
+        kept = allocate(1000)
+        assert collector.between_frames(None)
+        collector._per_frame = 0.001  # as if the last collection took 1 ms a frame
+        ran = []
+        for _ in range(3):
+            kept += allocate(1000)
+            del old[-1000:]  # as many old containers die: the count stays where it was
+            assert gc.get_count()[0] < 1000
+            ran.append(collector.between_frames(0.0))
+        assert ran == [False, False, True], "3 frames at 1 ms each: longest"
+        assert collector.collections == 2 and collector.forced == 1
+        assert len(gc.get_objects(0)) < 100, "the young generation was walked and frozen"
+        assert collector.total_pause >= collector.last_pause > 0
 
 
 def test_a_cycle_frozen_while_alive_waits_for_full() -> None:
