@@ -12,7 +12,7 @@ import npc_memory
 from npc_memory.components import Fact, KnowledgeBase
 from npc_memory.content import load_pack, validate_pack
 from npc_memory.events import FactLearned
-from npc_memory.rules.knowledge import MAX_ALIASES, FactIndex, learn
+from npc_memory.rules.knowledge import MAX_ALIASES, FactIndex, is_shareable, learn
 from npc_memory.systems.gossip import GossipSystem
 
 from .conftest import tick
@@ -88,6 +88,11 @@ def test_the_fact_index_always_equals_one_built_afresh(steps: list[tuple[Any, ..
         learn(kb, fact, rules, now, (), index)
         fresh = FactIndex(kb, rules, now)
         assert (index.by_id, index.held, index.claims) == (fresh.by_id, fresh.held, fresh.claims)
+        assert index.position == fresh.position
+        live = [i for i in index.shareable if i in index.by_id and is_shareable(index.by_id[i], rules, now)]
+        # stale ids may linger until a draw meets them; a fact that became shareable later is newer news
+        assert sorted(live) == sorted(fresh.shareable) and len(set(live)) == len(live)
+        assert index.next_expiry <= fresh.next_expiry
         assert fresh.origins <= index.origins  # merged and evicted origins may linger: never re-learned
         assert len(kb.facts) <= rules.cap
 

@@ -102,6 +102,40 @@ class FactIndex:
             self.hold(fact)
         self.shareable = [f.id for f in kb.facts if is_shareable(f, rules, now)]
 
+    def remove(self, kb: KnowledgeBase, gone: list[Fact]) -> None:
+        """``gone`` has just left ``kb.facts``: the index forgets it, in O(facts) for the
+        positions and O(len(gone)) for the rest, and ends as :meth:`rebuild` would leave
+        it but for two lazy parts: ``next_expiry`` may stay earlier than any fact's expiry
+        (one expiry pass that finds nothing), and stale ids stay in ``shareable`` until a
+        draw meets them. Where a removed fact was the held belief of its topic or claim,
+        the last believed fact left with that key takes its place."""
+        ids = {fact.id for fact in gone}
+        topics: set[tuple[str | None, str]] = set()
+        claims: set[Claim] = set()
+        for fact in gone:
+            del self.by_id[fact.id]
+            self.origins.discard(fact.origin)
+            self.origins.difference_update(fact.aliases)
+            topic, claim = (fact.subject, fact.topic), (fact.subject, fact.topic, fact.content)
+            if self.held.get(topic) == fact.id:
+                del self.held[topic]
+                topics.add(topic)
+            if self.claims.get(claim) == fact.id:
+                del self.claims[claim]
+                claims.add(claim)
+        if topics or claims:  # a held belief went: another fact may believe the same
+            for fact in reversed(kb.facts):
+                if fact.believed:
+                    topic, claim = (fact.subject, fact.topic), (fact.subject, fact.topic, fact.content)
+                    if topic in topics:
+                        self.held[topic] = fact.id
+                        topics.discard(topic)
+                    if claim in claims:
+                        self.claims[claim] = fact.id
+                        claims.discard(claim)
+        self.position = {f.id: at for at, f in enumerate(kb.facts)}
+        self.shareable = [i for i in self.shareable if i not in ids]
+
     def hold(self, fact: Fact) -> None:
         """Index ``fact`` as held (as believed, if it is)."""
         if fact.believed:
@@ -177,6 +211,8 @@ def learn(
             held, confidence=max(held.confidence, fact.confidence), aliases=aliases[-MAX_ALIASES:]
         )
         index.replace(kb, held, merged)
+        if is_shareable(merged, rules, now) and not is_shareable(held, rules, now):
+            index.shareable.append(merged.id)  # confident enough to pass on now
         index.origins.add(fact.origin)
         index.origins.difference_update(aliases[:-MAX_ALIASES])  # as the fact forgets them
         return LearnOutcome(stored=None, merged=merged)
@@ -205,7 +241,7 @@ def learn(
         evicted = _evict(kb, rules, now, known)
         if evicted:
             removed += evicted
-            index.rebuild(kb, rules, now)
+            index.remove(kb, evicted)
     stored = fact if index.by_id.get(fact.id) is fact else None
     return LearnOutcome(stored=stored, displaced=displaced, removed=tuple(removed))
 
