@@ -60,7 +60,7 @@ def test_observe_in_a_crowded_room_at_the_caps(benchmark: Any, fact_cap: int, cl
     """One ``observe`` about a player (and the tick after it) with 100 witnesses, each at
     its fact cap and its player cap (20), so every call evicts facts and lets players go."""
     data = npc_memory.load_pack("village").model_dump()
-    data["knowledge"]["cap"] = fact_cap
+    data["knowledge"].update(cap=fact_cap, cap_slack=0.1)
     data["memory"]["players_per_npc"] = 20
     plugin = npc_memory.install(world="bench", pack=validate_pack(data), seed=1, time_scale=60.0)
     for i in range(100):

@@ -87,12 +87,12 @@ def test_a_due_collection_waits_for_slack_unless_the_backlog_is_full() -> None:
     with npc_memory.FrameCollector(young=1000, backlog=3, longest=1.0) as collector:
         kept = allocate(1000)
         assert collector.between_frames(None)  # an unpaced loop: any time will do
-        collector._per_object = 4e-6  # as if the last one took 4 µs an object
+        collector._per_object, collector._per_frame = 4e-6, 0.0  # as if it took 4 µs an object
         kept += allocate(1000)
         expected = 4e-6 * gc.get_count()[0]  # ~4 ms
         assert collector.between_frames(1.9 * expected) is False, "more than half the slack"
         assert collector.between_frames(2.1 * expected) is True
-        collector._per_object = 4e-6
+        collector._per_object, collector._per_frame = 4e-6, 0.0
         kept += allocate(3000)
         assert collector.between_frames(0.0) is True, "3 × young objects pending: it runs anyway"
         assert collector.collections == 3 and collector.forced == 1 and len(kept) == 5000
@@ -102,10 +102,11 @@ def test_a_collection_expected_to_take_longest_runs_without_slack() -> None:
     with npc_memory.FrameCollector(young=1000, longest=0.003) as collector:
         kept = allocate(1000)
         assert collector.between_frames(None)
-        collector._per_object = 2e-6  # 2 ms for the 1,000 below: under longest, so slack decides
+        collector._per_object, collector._per_frame = 2e-6, 0.0  # 2 ms for the 1,000 below
         kept += allocate(1000)
-        assert collector.between_frames(0.0) is False
+        assert collector.between_frames(0.0) is False, "under longest: slack decides"
         kept += allocate(1000)  # 4 ms expected
+        assert collector.due() and collector.expected_pause() >= 0.003
         assert collector.between_frames(0.0) is True
         assert collector.forced == 1 and len(kept) == 3000
 
@@ -115,20 +116,48 @@ def test_frames_make_a_collection_due_when_the_count_stays_low() -> None:
     old records with new ones, keeps it near zero while the young generation grows. The
     frames since the last collection, at the cost per frame it took, still bring one."""
     old = allocate(50_000)
-    with npc_memory.FrameCollector(young=1000, longest=0.003) as collector:  # freezes `old`
+    with npc_memory.FrameCollector(young=1000, longest=0.0025) as collector:  # freezes `old`
         kept = allocate(1000)
         assert collector.between_frames(None)
-        collector._per_frame = 0.001  # as if the last collection took 1 ms a frame
-        ran = []
+        collector._per_object, collector._per_frame = 0.0, 0.001  # as if 1 ms a frame
+        due, ran = [], []
         for _ in range(3):
             kept += allocate(1000)
             del old[-1000:]  # as many old containers die: the count stays where it was
             assert gc.get_count()[0] < 1000
+            due.append(collector.due())
             ran.append(collector.between_frames(0.0))
-        assert ran == [False, False, True], "3 frames at 1 ms each: longest"
+        assert ran == due == [False, False, True], "1, 2, 3 frames at 1 ms each: the third reaches longest"
         assert collector.collections == 2 and collector.forced == 1
         assert len(gc.get_objects(0)) < 100, "the young generation was walked and frozen"
         assert collector.total_pause >= collector.last_pause > 0
+
+
+def test_the_first_due_collection_runs_without_slack_and_sets_the_estimates() -> None:
+    """Before any young collection there is nothing to expect a pause from: a collector
+    started in frames that are already late would otherwise wait for the backlog."""
+    with npc_memory.FrameCollector(young=1000) as collector:
+        assert collector.expected_pause() == 0.0
+        kept = allocate(1000)
+        assert collector.between_frames(-0.005) is True, "late frame, no estimate: it runs"
+        assert collector.forced == 1
+        kept += allocate(2000)
+        assert collector.expected_pause() > 0.0 and len(kept) == 3000
+
+
+def test_the_cost_per_object_follows_collections_that_frames_bring() -> None:
+    """A cost per object measured once, too high, would make a few hundred objects look
+    like a long pause in every later frame; each collection measures it afresh."""
+    with npc_memory.FrameCollector(young=1000, longest=0.004) as collector:
+        kept = allocate(1000)
+        assert collector.between_frames(None)
+        collector._per_object, collector._per_frame = 1e-4, 0.0  # 300 objects: 30 ms
+        kept += allocate(300)
+        assert collector.between_frames(0.0) is True and collector.forced == 1
+        assert collector._per_object < 1e-4, "measured again, below young counted as young"
+        kept += allocate(300)
+        assert collector.between_frames(0.0) is False, "300 objects: far from longest"
+        assert collector.collections == 2 and len(kept) == 1600
 
 
 def test_a_cycle_frozen_while_alive_waits_for_full() -> None:
@@ -193,6 +222,9 @@ def test_arguments_are_checked() -> None:
         npc_memory.FrameCollector(young=0)
     with pytest.raises(npc_memory.InvalidArgumentError, match="backlog must be a positive int, got '50'"):
         npc_memory.FrameCollector(backlog="50")  # type: ignore[arg-type]
+    for longest in (0, -1.0, float("inf"), float("nan"), True):
+        with pytest.raises(npc_memory.InvalidArgumentError, match="longest must be positive seconds"):
+            npc_memory.FrameCollector(longest=longest)
     with npc_memory.FrameCollector() as collector, pytest.raises(npc_memory.InvalidArgumentError, match="slack"):
         collector.between_frames(float("nan"))
     assert npc_memory.FrameCollector().between_frames() is False, "not started: nothing runs"

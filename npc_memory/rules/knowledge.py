@@ -21,12 +21,14 @@ from npc_memory.content.schema import KnowledgeRules
 class LearnOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """What learning did: the stored fact (``None`` if the origin was already known or
     the claim merged into a held fact, then ``merged``), the fact it displaced as the
-    held belief, if any, and facts evicted or expired."""
+    held belief, if any, facts evicted or expired, and whether a merge made the held
+    fact worth passing on (``newly_shareable``)."""
 
     stored: Fact | None
     displaced: Fact | None = None
     removed: tuple[Fact, ...] = ()
     merged: Fact | None = None
+    newly_shareable: bool = False
 
 
 def evidence(fact: Fact, rules: KnowledgeRules) -> float:
@@ -103,12 +105,14 @@ class FactIndex:
         self.shareable = [f.id for f in kb.facts if is_shareable(f, rules, now)]
 
     def remove(self, kb: KnowledgeBase, gone: list[Fact]) -> None:
-        """``gone`` has just left ``kb.facts``: the index forgets it, in O(facts) for the
-        positions and O(len(gone)) for the rest, and ends as :meth:`rebuild` would leave
-        it but for two lazy parts: ``next_expiry`` may stay earlier than any fact's expiry
-        (one expiry pass that finds nothing), and stale ids stay in ``shareable`` until a
-        draw meets them. Where a removed fact was the held belief of its topic or claim,
-        the last believed fact left with that key takes its place."""
+        """``gone`` has just left ``kb.facts``: the index forgets it in O(facts) (positions
+        and ``shareable`` are filtered; the rest is O(len(gone))), and ends as
+        :meth:`rebuild` would leave it but for two lazy parts: ``next_expiry`` may stay
+        earlier than any fact's expiry (one expiry pass that finds nothing), and stale ids
+        stay in ``shareable`` until a draw meets them. Where a removed fact was the held
+        belief of its topic or claim, the last believed fact left with that key takes its
+        place (learning keeps one believed fact per key, so none does; a loaded list need
+        not)."""
         ids = {fact.id for fact in gone}
         topics: set[tuple[str | None, str]] = set()
         claims: set[Claim] = set()
@@ -203,6 +207,11 @@ def learn(
         index = FactIndex(kb, rules, now)
     if fact.origin in index.origins:
         return LearnOutcome(stored=None)
+    removed: list[Fact] = []
+    if index.next_expiry <= now:  # before any comparison: an expired fact absorbs nothing
+        removed = [f for f in kb.facts if is_expired(f, now)]
+        kb.facts[:] = [f for f in kb.facts if not is_expired(f, now)]
+        index.rebuild(kb, rules, now)
     claim_id = index.claims.get((fact.subject, fact.topic, fact.content))
     if claim_id is not None:
         held = index.by_id[claim_id]
@@ -211,16 +220,14 @@ def learn(
             held, confidence=max(held.confidence, fact.confidence), aliases=aliases[-MAX_ALIASES:]
         )
         index.replace(kb, held, merged)
-        if is_shareable(merged, rules, now) and not is_shareable(held, rules, now):
-            index.shareable.append(merged.id)  # confident enough to pass on now
+        newly_shareable = is_shareable(merged, rules, now) and not is_shareable(held, rules, now)
+        if newly_shareable:  # confident enough to pass on now: the newest news
+            index.shareable.append(merged.id)
         index.origins.add(fact.origin)
         index.origins.difference_update(aliases[:-MAX_ALIASES])  # as the fact forgets them
-        return LearnOutcome(stored=None, merged=merged)
-    removed: list[Fact] = []
-    if index.next_expiry <= now:
-        removed = [f for f in kb.facts if is_expired(f, now)]
-        kb.facts[:] = [f for f in kb.facts if not is_expired(f, now)]
-        index.rebuild(kb, rules, now)
+        return LearnOutcome(
+            stored=None, merged=merged, removed=tuple(removed), newly_shareable=newly_shareable
+        )
     displaced = None
     held_id = index.held.get((fact.subject, fact.topic))
     if held_id is not None:

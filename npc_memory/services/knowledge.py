@@ -153,8 +153,8 @@ class KnowledgeService:
         if outcome.stored is None:  # not held: the id is handed out again
             npc.knowledge.next_id -= 1
         if outcome.merged is not None:  # the same claim again: reinforced, not copied
-            if npc.live and knowledge_rules.is_shareable(outcome.merged, rules, now):
-                self.board.news(key, npc.location.room)  # it may have become worth telling
+            if npc.live and outcome.newly_shareable:
+                self.board.news(key, npc.location.room)
             self.state.mark(key, Part.KNOWLEDGE)
             return None
         if outcome.stored is None:  # the new fact was evicted at once, maybe with others
