@@ -151,7 +151,7 @@ class FrameCollector:
         """Young collections run by :meth:`between_frames`."""
         self.forced = 0
         """Of those, the ones run in a frame without the slack for them (expected to
-        reach ``longest``, or ``backlog`` full)."""
+        reach ``longest``, ``backlog`` full, or the first)."""
         self.last_pause = 0.0
         """Seconds the latest young collection took."""
         self.max_pause = 0.0
