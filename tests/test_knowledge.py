@@ -71,8 +71,8 @@ def test_the_cap_evicts_the_least_important_but_never_locked_or_authored() -> No
     for i in range(6):
         plugin.observe(room="forge", content=f"event {i}", topic=f"t{i}", importance=0.2 + i / 10)
     contents = [f.content for f in plugin.facts("hilda")]
-    assert len(contents) == 5 and "The forge was built by dwarves" in contents
-    assert "event 0" not in contents and "event 1" not in contents
+    # cap 5, slack 0.1: batches leave 4 (hilda's first came at 5 facts: eviction_phase)
+    assert contents == ["The forge was built by dwarves", "event 3", "event 4", "event 5"]
 
 
 def test_expired_facts_are_ignored_and_cleaned(village: Village) -> None:

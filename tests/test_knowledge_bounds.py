@@ -45,10 +45,15 @@ def test_past_the_cap_the_least_worth_keeping_go_in_one_batch() -> None:
     plugin.learn_fact("wren", "The well is dry", topic="well", importance=0.1)  # authored by the game
     for i in range(8):
         plugin.observe(room="market", content=f"rumour {i}", topic=f"r{i}", importance=0.1 * (i + 1))
+    # wren's first eviction came before the cap, at 7 facts (its eviction phase), and
+    # took the weakest rumour; the authored fact, as weak, stays
+    held = {f.content for f in plugin.npc("wren").knowledge.facts}
+    assert held == {"The well is dry", *(f"rumour {i}" for i in range(1, 8))}
+    plugin.observe(room="market", content="rumour 8", topic="r8", importance=0.85)
     facts = plugin.npc("wren").knowledge.facts
     assert len(facts) == 6  # 9 > cap 8: evicted down to 8 × (1 − 0.25) in one pass
     kept = {f.content for f in facts}
-    assert kept == {"The well is dry", "rumour 7", "rumour 6", "rumour 5", "rumour 4", "rumour 3"}
+    assert kept == {"The well is dry", "rumour 8", "rumour 7", "rumour 6", "rumour 5", "rumour 4"}
     tick("k", 1)
     assert len(plugin.npc("wren").knowledge.facts) == 6  # and gossip indexes followed
 
@@ -142,8 +147,9 @@ def test_facts_evicted_with_a_fact_too_weak_to_keep_are_gone_after_a_reload(tmp_
     store = tmp_path / "world.db"
     plugin = npc_memory.install(world="k", pack=capped(8), store=store)
     plugin.add_npc(key="wren", room="market")
-    for i in range(8):
+    for i in range(9):  # (its first eviction came at 7 facts: see eviction_phase)
         plugin.observe(room="market", content=f"rumour {i}", topic=f"r{i}", importance=0.5 + 0.05 * i)
+    assert len(plugin.npc("wren").knowledge.facts) == 8
     plugin.save()
     # 9 > cap 8: three go in one pass, the new, weakest one among them
     assert plugin.observe(room="market", content="a trifle", topic="t", importance=0.01) == ["wren"]
@@ -168,3 +174,39 @@ def test_the_origins_an_npc_knows_stay_bounded_however_often_a_claim_is_heard() 
     [held] = kb.facts
     assert index.origins == {held.origin, *held.aliases}
     assert len(index.origins) == MAX_ALIASES + 1 and "o499" in index.origins
+
+
+def test_witnesses_who_learn_the_same_things_do_not_all_evict_on_the_same_call() -> None:
+    # Eviction sorts all of an NPC's facts: 100 witnesses reaching the cap on one call
+    # made that call a hundred sorts (75 ms at cap 500). Each NPC's first eviction comes
+    # at its own count (from its key), so later ones stay spread too.
+    cap, witnesses = 40, 100
+    plugin = npc_memory.install(world="k", pack=capped(cap))  # cap_slack 0.25: keep 30
+    keys = [f"n{i}" for i in range(witnesses)]
+    for key in keys:
+        plugin.add_npc(key=key, room="square")
+    evicting_per_call = []
+    for call in range(cap * 4):
+        before = [len(plugin.npc(k).knowledge.facts) for k in keys]
+        plugin.observe(room="square", content=f"rumour {call}", topic=f"r{call}", importance=0.5)
+        after = [len(plugin.npc(k).knowledge.facts) for k in keys]
+        assert max(after) <= cap
+        evicting_per_call.append(sum(a < b for a, b in zip(after, before, strict=True)))
+    assert sum(evicting_per_call) >= witnesses * 2  # everyone evicted, most of them more than once
+    assert max(evicting_per_call) <= witnesses // 4
+    assert min(len(plugin.npc(k).knowledge.facts) for k in keys) >= 30
+
+
+def test_where_an_npc_first_evicts_depends_on_its_key_alone() -> None:
+    def counts(world: str, order: list[str]) -> dict[str, int]:
+        plugin = npc_memory.install(world=world, pack=capped(40))
+        for key in order:
+            plugin.add_npc(key=key, room="square")
+        for call in range(45):
+            plugin.observe(room="square", content=f"rumour {call}", topic=f"r{call}", importance=0.5)
+        return {key: len(plugin.npc(key).knowledge.facts) for key in order}
+
+    keys = [f"n{i}" for i in range(30)]
+    first = counts("k1", keys)
+    assert first == counts("k2", list(reversed(keys)))
+    assert len(set(first.values())) > 3  # spread, not one count for all

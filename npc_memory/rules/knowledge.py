@@ -9,6 +9,7 @@ fact. The loser stays, marked as disbelieved since that moment — never deleted
 from __future__ import annotations
 
 import contextlib
+import zlib
 from collections.abc import Container
 
 import msgspec
@@ -80,11 +81,20 @@ class FactIndex:
     id, the origins it knows, its believed fact per (subject, topic) and per claim, the
     earliest expiry, the ids it may gossip (pruned lazily) and each fact's position in
     the list. Kept up to date by :func:`learn`, so learning costs O(1) but for the rare
-    expiry or eviction pass."""
+    expiry or eviction pass.
 
-    __slots__ = ("by_id", "claims", "held", "next_expiry", "origins", "position", "shareable")
+    ``phase`` (in [0, 1], see :func:`eviction_phase`) places the NPC's first eviction
+    since the index was built: once it holds more than ``keep + phase × (cap − keep)``
+    facts (``keep`` being ``cap × (1 − cap_slack)``), not only past the cap; every later
+    one comes past the cap. NPCs that learn the same things (the witnesses in one room)
+    then evict on different calls rather than all on one; 1 (the default) waits for the
+    cap."""
 
-    def __init__(self, kb: KnowledgeBase, rules: KnowledgeRules, now: float) -> None:
+    __slots__ = ("by_id", "claims", "held", "next_expiry", "origins", "phase", "position", "shareable")
+
+    def __init__(self, kb: KnowledgeBase, rules: KnowledgeRules, now: float, phase: float = 1.0) -> None:
+        self.phase: float | None = phase
+        """Where the first eviction comes; ``None`` once it came (later ones: past the cap)."""
         self.by_id: dict[str, Fact] = {}
         self.position: dict[str, int] = {}
         self.origins: set[str] = set()
@@ -200,7 +210,8 @@ def learn(
     Nothing happens if ``kb`` already holds a fact of the same origin. The same claim
     (subject, topic, content) already held and believed absorbs the new one (see
     :class:`KnowledgeRules`). Expired facts are cleaned out; the believed fact about the
-    same subject and topic competes with the new one; past the cap the least worth
+    same subject and topic competes with the new one; past the cap (the first time
+    since ``index`` was built, maybe earlier: see :class:`FactIndex`) the least worth
     keeping are evicted in one batch (authored and locked facts exempt).
     """
     if index is None:
@@ -244,7 +255,8 @@ def learn(
     index.hold(fact)
     if is_shareable(fact, rules, now):
         index.shareable.append(fact.id)
-    if len(kb.facts) > rules.cap:
+    if len(kb.facts) > _limit(rules, index.phase):
+        index.phase = None
         evicted = _evict(kb, rules, now, known)
         if evicted:
             removed += evicted
@@ -253,9 +265,28 @@ def learn(
     return LearnOutcome(stored=stored, displaced=displaced, removed=tuple(removed))
 
 
+def eviction_phase(key: str) -> float:
+    """Where in [0, 1) the NPC ``key``'s first eviction comes (see :class:`FactIndex`):
+    from its key alone, so the same in every run and after every load."""
+    return zlib.crc32(key.encode()) / 2**32
+
+
+def _keep_at_most(rules: KnowledgeRules) -> int:
+    """The facts an eviction leaves: cap × (1 − slack), at least one."""
+    return max(1, int(rules.cap * (1.0 - rules.cap_slack)))
+
+
+def _limit(rules: KnowledgeRules, phase: float | None) -> int:
+    """The facts an NPC may hold before it evicts (see :class:`FactIndex`)."""
+    if phase is None:
+        return rules.cap
+    keep = _keep_at_most(rules)
+    return min(rules.cap, keep + int(phase * (rules.cap - keep)))
+
+
 def _evict(kb: KnowledgeBase, rules: KnowledgeRules, now: float, known: Container[str]) -> list[Fact]:
     """Evict down to cap × (1 − slack): disbelieved first, then the lowest retention."""
-    keep_at_most = max(1, int(rules.cap * (1.0 - rules.cap_slack)))
+    keep_at_most = _keep_at_most(rules)
     candidates = [f for f in kb.facts if not f.locked and f.source != "authored"]
     excess = len(kb.facts) - keep_at_most
     if excess <= 0 or not candidates:

@@ -42,10 +42,14 @@ class KnowledgeService:
 
     def npc_added(self, npc: NpcHandle) -> None:
         key = npc.identity.key
-        self.indexes[key] = knowledge_rules.FactIndex(
-            npc.knowledge, self.state.pack.knowledge, self.state.clock.now
-        )
+        self.indexes[key] = self._index(npc)
         self.board.enter(key, npc.location.room)
+
+    def _index(self, npc: NpcHandle) -> knowledge_rules.FactIndex:
+        """A fresh index of a live NPC's facts, its first eviction placed by its key."""
+        phase = knowledge_rules.eviction_phase(npc.identity.key)
+        state = self.state
+        return knowledge_rules.FactIndex(npc.knowledge, state.pack.knowledge, state.clock.now, phase)
 
     def npc_removed(self, npc: NpcHandle) -> None:
         self.board.leave(npc.identity.key, npc.location.room)
@@ -203,9 +207,7 @@ class KnowledgeService:
         """``npc`` now knows ``facts`` (some left): its index and its room's gossip follow."""
         npc.knowledge.facts = facts
         if npc.live and npc.identity.key in self.indexes:
-            self.indexes[npc.identity.key] = knowledge_rules.FactIndex(
-                npc.knowledge, self.state.pack.knowledge, self.state.clock.now
-            )
+            self.indexes[npc.identity.key] = self._index(npc)
             self.board.touch(npc.location.room)
         self.state.mark(npc.identity.key, Part.KNOWLEDGE)
 
