@@ -80,22 +80,34 @@ def test_a_room_where_everyone_knows_the_news_goes_quiet() -> None:
                   st.sampled_from(["observation", "gossip", "conversation"]),
                   st.one_of(st.none(), st.floats(10.0, 2000.0)), st.booleans(), st.booleans(), st.integers(0, 6)),
         max_size=60,
-    )
+    ),
+    st.floats(0.0, 1.0),
+    st.sampled_from([(4, 0.25), (4, 0.0), (7, 0.1), (12, 0.5)]),
 )
-def test_the_fact_index_always_equals_one_built_afresh(steps: list[tuple[Any, ...]]) -> None:
+def test_the_fact_index_always_equals_one_built_afresh(
+    steps: list[tuple[Any, ...]], phase: float, bounds: tuple[int, float]
+) -> None:
     """Learning keeps the index as a fresh build would have it, through merges, expiry and
-    eviction (a cap of 4: most steps past it), locked and flagged facts among them."""
-    rules = capped(4).knowledge
+    eviction (small caps: most steps past them; the first eviction anywhere between the
+    caps' two ends), locked and flagged facts among them; and a fresh build places the
+    first eviction where the running index does (ids taken and handed back as the
+    service does)."""
+    cap, slack = bounds
+    rules = capped(cap).knowledge.model_copy(update={"cap_slack": slack})
     kb = KnowledgeBase()
-    index = FactIndex(kb, rules, 0.0)
+    index = FactIndex(kb, rules, 0.0, phase)
     for n, (subject, topic, content, confidence, importance, source, expires, locked, flagged, hops) in enumerate(steps):
         now = float(n * 20)
-        fact = Fact(id=f"f{n}", origin=f"o{n % 9}" if source == "gossip" else f"seen{n}", content=content,
+        fact = Fact(id=f"f{kb.next_id}", origin=f"o{n % 9}" if source == "gossip" else f"seen{n}", content=content,
                     subject=subject, topic=topic, confidence=confidence, importance=importance, source=source,
                     created=now, tags=("flagged",) if flagged else (), hops=hops, locked=locked and n % 5 == 0,
                     expires=None if expires is None else now + expires)
-        learn(kb, fact, rules, now, (), index)
-        fresh = FactIndex(kb, rules, now)
+        kb.next_id += 1
+        outcome = learn(kb, fact, rules, now, (), index)
+        if outcome.stored is None and not outcome.removed:
+            kb.next_id -= 1
+        fresh = FactIndex(kb, rules, now, phase)
+        assert index.phase == fresh.phase
         assert (index.by_id, index.held, index.claims, index.origins) == (fresh.by_id, fresh.held, fresh.claims, fresh.origins)
         assert index.position == fresh.position
         live = [i for i in index.shareable if i in index.by_id and is_shareable(index.by_id[i], rules, now)]
@@ -210,3 +222,68 @@ def test_where_an_npc_first_evicts_depends_on_its_key_alone() -> None:
     first = counts("k1", keys)
     assert first == counts("k2", list(reversed(keys)))
     assert len(set(first.values())) > 3  # spread, not one count for all
+
+
+def test_facts_replaced_after_the_first_eviction_leave_the_next_one_at_the_cap() -> None:
+    plugin = npc_memory.install(world="k", pack=capped(40))  # keep 30; wren's first eviction: past 31
+    plugin.add_npc(key="wren", room="market")
+    plugin.add_player(key="bram", room="elsewhere")
+    for i in range(35):
+        subject = "bram" if i >= 33 else None
+        plugin.observe(room="market", subject=subject, content=f"rumour {i}", topic=f"r{i}", importance=0.5)
+    assert len(plugin.npc("wren").knowledge.facts) == 33  # evicted once, at 32, down to 30
+    plugin.forget_player("bram")  # its two facts go: the facts are replaced
+    assert len(plugin.npc("wren").knowledge.facts) == 31
+    for i in range(35, 44):
+        plugin.observe(room="market", content=f"rumour {i}", topic=f"r{i}", importance=0.5)
+    assert len(plugin.npc("wren").knowledge.facts) == 40  # up to the cap, not evicted again early
+    plugin.observe(room="market", content="rumour 44", topic="r44", importance=0.5)
+    assert len(plugin.npc("wren").knowledge.facts) == 30
+
+
+def _observe_rumours(plugin: npc_memory.MemoryPlugin, calls: range) -> None:
+    for call in calls:  # importance varies: some new facts are the weakest, evicted at once
+        plugin.observe(room="square", content=f"rumour {call}", topic=f"r{call}", importance=0.1 + call % 7 / 10)
+
+
+def test_witnesses_stay_spread_after_a_reload(tmp_path: Any) -> None:
+    keys = [f"n{i}" for i in range(100)]
+    plugin = npc_memory.install(world="k", pack=capped(40), store=tmp_path / "w.db")
+    for key in keys:
+        plugin.add_npc(key=key, room="square")
+    _observe_rumours(plugin, range(100))  # everyone evicted, most more than once
+    npc_memory.uninstall(world="k")  # (saves)
+    again = npc_memory.install(world="k", pack=capped(40), store=tmp_path / "w.db")
+    for key in keys:
+        again.add_npc(key=key, room="square")
+    evicting_per_call = []
+    for call in range(100, 160):
+        before = [len(again.npc(k).knowledge.facts) for k in keys]
+        _observe_rumours(again, range(call, call + 1))
+        after = [len(again.npc(k).knowledge.facts) for k in keys]
+        evicting_per_call.append(sum(a < b for a, b in zip(after, before, strict=True)))
+    assert sum(evicting_per_call) >= 100 and max(evicting_per_call) <= 25
+
+
+def test_a_world_reloaded_midway_evicts_as_one_that_never_stopped(tmp_path: Any) -> None:
+    keys = ["wren", "ada", "bo", "cy", "tom"]
+
+    def facts(reload_at: int | None) -> dict[str, list[str]]:
+        store = tmp_path / f"w{reload_at}.db"
+        plugin = npc_memory.install(world="k", pack=capped(40), store=store, seed=3)
+        for key in keys:
+            plugin.add_npc(key=key, room="square")
+        for call in range(90):
+            if call == reload_at:
+                npc_memory.uninstall(world="k")
+                plugin = npc_memory.install(world="k", pack=capped(40), store=store, seed=3)
+                for key in keys:
+                    plugin.add_npc(key=key, room="square")
+            _observe_rumours(plugin, range(call, call + 1))
+        held = {key: [f.content for f in plugin.npc(key).knowledge.facts] for key in keys}
+        npc_memory.uninstall(world="k")
+        return held
+
+    never = facts(None)
+    for reload_at in (25, 33, 45, 70):  # before, around and after each NPC's first eviction
+        assert facts(reload_at) == never, reload_at

@@ -562,8 +562,8 @@ class KnowledgeRules(_Model):
 
     Bounds: an NPC holds at most ``cap`` facts; past it, the least worth keeping go,
     down to ``cap × (1 − cap_slack)`` in one pass (so eviction is rare and amortised;
-    an NPC's first pass since it was added or loaded comes at a count between the two
-    fixed by its key, so NPCs that learn the same things do not all evict at once):
+    an NPC's first pass comes at a count between the two fixed by its key, so NPCs that
+    learn the same things do not all evict at once):
     disbelieved facts first, then by importance × confidence × 0.5^(age /
     ``fact_half_life_days``), facts about players the NPC has dealt with counting
     (1 + ``subject_bonus``) times; authored and locked facts stay. The same claim (same

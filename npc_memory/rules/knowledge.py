@@ -83,18 +83,23 @@ class FactIndex:
     the list. Kept up to date by :func:`learn`, so learning costs O(1) but for the rare
     expiry or eviction pass.
 
-    ``phase`` (in [0, 1], see :func:`eviction_phase`) places the NPC's first eviction
-    since the index was built: once it holds more than ``keep + phase × (cap − keep)``
-    facts (``keep`` being ``cap × (1 − cap_slack)``), not only past the cap; every later
-    one comes past the cap. NPCs that learn the same things (the witnesses in one room)
-    then evict on different calls rather than all on one; 1 (the default) waits for the
-    cap."""
+    ``phase`` (in [0, 1], see :func:`eviction_phase`) places the NPC's first eviction:
+    once it holds more than ``keep + phase × (cap − keep)`` facts (``keep`` being
+    ``cap × (1 − cap_slack)``), not only past the cap; every later one comes past the
+    cap. NPCs that learn the same things (the witnesses in one room) then evict on
+    different calls rather than all on one, and stay apart; 1 (the default) waits for
+    the cap. It follows from the facts: it applies while no fact has left the NPC (it
+    holds as many facts as ids taken: the service hands back the id of a fact never
+    held, and only of one), so an index built again (a load, facts replaced) places the
+    first eviction where the running one would, and once a fact has gone (evicted,
+    expired, forgotten) evictions come past the cap."""
 
     __slots__ = ("by_id", "claims", "held", "next_expiry", "origins", "phase", "position", "shareable")
 
     def __init__(self, kb: KnowledgeBase, rules: KnowledgeRules, now: float, phase: float = 1.0) -> None:
-        self.phase: float | None = phase
-        """Where the first eviction comes; ``None`` once it came (later ones: past the cap)."""
+        self.phase: float | None = phase if len(kb.facts) >= kb.next_id - 1 else None
+        """Where the first eviction comes; ``None`` once a fact has left (evictions: past
+        the cap)."""
         self.by_id: dict[str, Fact] = {}
         self.position: dict[str, int] = {}
         self.origins: set[str] = set()
@@ -210,9 +215,9 @@ def learn(
     Nothing happens if ``kb`` already holds a fact of the same origin. The same claim
     (subject, topic, content) already held and believed absorbs the new one (see
     :class:`KnowledgeRules`). Expired facts are cleaned out; the believed fact about the
-    same subject and topic competes with the new one; past the cap (the first time
-    since ``index`` was built, maybe earlier: see :class:`FactIndex`) the least worth
-    keeping are evicted in one batch (authored and locked facts exempt).
+    same subject and topic competes with the new one; past the cap (the first time,
+    maybe earlier: see :class:`FactIndex`) the least worth keeping are evicted in one
+    batch (authored and locked facts exempt).
     """
     if index is None:
         index = FactIndex(kb, rules, now)
@@ -223,6 +228,8 @@ def learn(
         removed = [f for f in kb.facts if is_expired(f, now)]
         kb.facts[:] = [f for f in kb.facts if not is_expired(f, now)]
         index.rebuild(kb, rules, now)
+        if removed:
+            index.phase = None  # a fact left: as an index built now would have it
     claim_id = index.claims.get((fact.subject, fact.topic, fact.content))
     if claim_id is not None:
         held = index.by_id[claim_id]

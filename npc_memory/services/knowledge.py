@@ -154,8 +154,8 @@ class KnowledgeService:
         # (Should learning raise, the id stays taken: a gap, never a reuse.)
         npc.knowledge.next_id += 1
         outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now, npc.relationships.by_player, index)
-        if outcome.stored is None:  # not held: the id is handed out again
-            npc.knowledge.next_id -= 1
+        if outcome.stored is None and not outcome.removed:  # never held, nothing left: handed out again
+            npc.knowledge.next_id -= 1  # (ids of facts that left stay taken: see FactIndex)
         if outcome.merged is not None:  # the same claim again: reinforced, not copied
             if npc.live and outcome.newly_shareable:
                 self.board.news(key, npc.location.room)
