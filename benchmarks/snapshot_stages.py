@@ -10,7 +10,14 @@ for each of them with the GIL held:
 - *capture*: :func:`~npc_memory.store.records.capture_atomically` of the parts marked
   changed, the others taken from the capture before;
 - *diff*: :func:`~npc_memory.store.records.diff` against the capture before;
-- *encode*: the journal record of the patch (msgpack).
+- *encode*: the journal record of the patch (msgpack);
+- *frame*: the record framed for the journal (header and CRC), what the writer adds
+  before the write system call.
+
+Then what a writer *process* would need this interpreter to do instead of the diff and
+the encoding: *ship*, the changed parts of each capture encoded (msgpack) to send to it
+(with, of the relationships, only the players set since the capture before, where
+known), and its size.
 
 While it plays, it prints every ``--report`` ticks what the host's facade calls cost a
 tick (wall time, by kind): the game's own work with no store beside it. Each stage is
@@ -33,10 +40,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import esper
+import msgspec
 import scale  # the load and caps of the sustained-load benchmark (run as a script, beside it)
 
 import npc_memory
-from npc_memory.store import records
+from npc_memory.store import journal, records
 from npc_memory.store.tinydb_store import record_encoder
 
 WORLD = "snapshot-stages"
@@ -119,11 +127,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         def encode(patches: Sequence[Any]) -> list[bytes]:
             return [record_encoder.encode(p) for p in patches if p is not None]
 
+        shipper = msgspec.msgpack.Encoder()
+
+        def ship(captures: Sequence[Any]) -> list[bytes]:
+            out = []
+            for c in captures:
+                base = bases[c.key]
+                relationships = None
+                if c.relationships is not base.relationships:
+                    since = c.relationship_players
+                    known = since is not None and all(map(c.relationships.__contains__, since))
+                    relationships = {p: c.relationships[p] for p in since} if known else c.relationships
+                parts = (c.bank if c.bank is not base.bank else None, relationships,
+                         c.working if c.working is not base.working else None,
+                         c.knowledge if c.knowledge is not base.knowledge else None)
+                out.append(shipper.encode((c.key, c.room, c.saved_at, parts, c.relationship_players)))
+            return out
+
         keys = list(changed)
         captures = best("capture", lambda: capture(keys), len(keys))
         patches = best("diff", lambda: diff(captures), len(keys))
         encoded = best("encode", lambda: encode(patches), len(keys))
+        best("frame", lambda: [journal.frame(4096, e) for e in encoded], len(keys))
         print(f"patch: {sum(map(len, encoded)) / max(1, len(encoded)):.0f} bytes on average")
+        shipped = best("ship (for a writer process)", lambda: ship(captures), len(keys))
+        print(f"shipped: {sum(map(len, shipped)) / max(1, len(shipped)):.0f} bytes on average")
         for mask, count in masks.most_common(6):
             group = [k for k in keys if changed[k] == mask]
             taken = capture(group)
