@@ -154,19 +154,31 @@ def test_each_kind_of_extraction_step_has_its_own_cost_estimate() -> None:
     assert len(plugin.memories("hilda", "alice")) >= 2
 
 
-def test_a_quiet_tick_completes_a_conversation_within_the_default_budgets(village: Any) -> None:
-    plugin = village.plugin
+def test_a_quiet_tick_completes_a_conversation_begun_past_extractions_own_budget() -> None:
+    """In a quiet tick (the other systems worked under a tenth of the tick's budget in
+    the last one that kept to it) a conversation whose reading began is read and applied
+    to its end past extraction's own deadline, so its results arrive by the next tick.
+    The tick's budget is ample here (10 ms: a tenth of it is more than this village's
+    other systems take on any machine) and extraction's own next to nothing, so only that
+    rule finishes it in one tick. How the default budgets fare on a given machine is a
+    speed figure, not a test: on a slow one the others alone take more than a tenth of
+    0.7 ms, no tick is quiet and results come a few ticks later."""
+    data = load_pack("village").model_dump()
+    data["budgets"].update(tick_ms=10.0, extraction_tick_ms=TINY_MS)
+    plugin = npc_memory.install(world="t", pack=validate_pack(data), seed=3)
+    plugin.add_npc(key="hilda", name="Hilda", archetype="blacksmith", room="forge")
+    plugin.add_player(key="alice", name="Alice", faction="adventurers", room="forge")
+    plugin.add_player(key="bram", name="Bram", faction="thieves", room="forge")
+    [system] = [p for p in plugin.processors if isinstance(p, ExtractionSystem)]
     seen: list[MemoriesExtracted] = []
     plugin.on(MemoriesExtracted, seen.append)
-    plugin.say("hilda", "alice", "Alice", "Bandits are attacking the village! Help me!")
-    plugin.say("hilda", "alice", "Hilda", "I'll get my sword. Together we'll drive them off.")
-    plugin.end_conversation("hilda", "alice")
-    tick("test", 3)  # the first ticks after install are slow (first uses): then the world is quiet
-    plugin.say("hilda", "bram", "Bram", "I fought off three wolves at the mill.")
-    plugin.say("hilda", "bram", "Hilda", "You saved us, Bram. I owe you my life.")
-    plugin.end_conversation("hilda", "bram")
-    tick("test")
-    assert [e.conversation for e in seen][-1:] == ["hilda/bram/1"]
+    converse(plugin, CONVERSATIONS[0])
+    tick("t", 3, dt=0.001)  # the first ticks after install are slow (first uses): then the world is quiet
+    assert [e.conversation for e in seen] == ["hilda/alice/1"]
+    ended = converse(plugin, CONVERSATIONS[3])
+    tick("t", dt=0.001)
+    assert system.share.quiet
+    assert [e.conversation for e in seen] == ["hilda/alice/1", ended]
 
 
 @pytest.mark.parametrize("stop", ["half-read", "half-applied"])
