@@ -9,7 +9,9 @@ from functools import cache
 
 import pytest
 
+import npc_memory
 from npc_memory.demo import Story, run_town
+from npc_memory.demo.story import Chronicle
 from npc_memory.demo.town import ROSTER, STYLES
 from npc_memory.errors import InvalidArgumentError
 
@@ -74,6 +76,8 @@ def test_forgetting_consolidation_and_habits_happen() -> None:
     assert {"forgotten", "consolidated", "habit"} <= kinds
     forgotten = [c for c in story.changes if c.kind == "forgotten"]
     assert all("asked" in c.content for c in forgotten)  # the small things fade first
+    consolidated = [c for c in story.changes if c.kind == "consolidated"]
+    assert all(c.episodes >= 2 for c in consolidated)  # what a conversation gave is not summed up
     habit = next(c for c in story.changes if c.kind == "habit")
     assert "usually" in habit.content and "in the morning" in habit.content
     assert story.census[-1].semantic >= 1 and story.census[-1].procedural >= 1
@@ -108,3 +112,24 @@ def test_a_town_needs_people() -> None:
         run_town(days=1, npcs=5)
     with pytest.raises(InvalidArgumentError, match="players"):
         run_town(days=1, npcs=100, players=0)
+
+
+def test_a_change_for_the_worse_is_put_down_to_what_points_that_way() -> None:
+    """A moment's reasons are the NPC's memories of the player that point the way the
+    relationship moved: not the fair trade it liked when it now sees a rival."""
+    plugin = npc_memory.install(world="moments", pack="village", seed=1, deterministic=True)
+    chronicle = Chronicle(plugin, "moments", 1, {"bram": "thief"})
+    plugin.add_npc(key="wren", name="Wren", archetype="merchant", room="market")
+    plugin.add_player(key="bram", name="Bram", faction="adventurers", room="market")
+    plugin.remember("wren", "bram", "Bram sold me goods at a fair price", tags=["trade"], importance=0.9,
+                    valence="positive")
+    plugin.remember("wren", "bram", "Bram pocketed a ring from my stall", tags=["theft"], importance=0.6,
+                    valence="negative")
+    plugin.adjust_relationship("wren", "bram", trust=+0.3, friendliness=+0.3)
+    plugin.adjust_relationship("wren", "bram", trust=-0.9, friendliness=-0.9, respect=-0.9, loyalty=-0.9)
+    moments = chronicle.story.moments
+    better = [m for m in moments if m.what.endswith("-> TrustedAlly")]
+    worse = [m for m in moments if m.what.endswith(("-> Hostile", "-> Despised")) or "as enemy" in m.what]
+    assert len(better) == 1 and len(worse) == 3, [m.what for m in moments]
+    assert better[0].because == ["Bram sold me goods at a fair price"]
+    assert all(m.because == ["Bram pocketed a ring from my stall"] for m in worse)

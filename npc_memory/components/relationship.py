@@ -21,8 +21,8 @@ DIMENSIONS: tuple[Dimension, ...] = (
 
 
 class Stage(StrEnum):
-    """Where a relationship stands. The positive ladder needs a meeting; the
-    negative side (rival, enemy) can be reached by reputation alone."""
+    """Where a relationship stands, declared from worst to best. The positive ladder
+    needs a meeting; the negative side (rival, enemy) can be reached by reputation alone."""
 
     ENEMY = "enemy"
     RIVAL = "rival"

@@ -76,8 +76,8 @@ PICTURES: tuple[tuple[str, str, str], ...] = (
         "reputation.png",
         "Reputation per player per faction",
         "One panel per faction: each line is one player's standing with that faction (the average "
-        "disposition of its NPCs, strangers included), coloured by play style. Thieves sink, "
-        "helpers and traders rise; each faction starts from its attitude to the player's faction.",
+        "disposition of its NPCs, strangers included), coloured by play style; each faction starts "
+        "from its attitude to the player's faction.",
     ),
     (
         "gossip.png",
@@ -337,6 +337,21 @@ def _ticks(story: Story) -> Figure:
     return figure
 
 
+def _moves_by_style(story: Story) -> str:
+    """How far each play style's standing moved over the run: the mean, over its players
+    and the factions, of the last sample less the first."""
+    moves: dict[str, list[float]] = defaultdict(list)
+    for player, per_faction in story.reputation.items():
+        for samples in per_faction.values():
+            if samples:
+                moves[story.styles.get(player, "other")].append(samples[-1][1] - samples[0][1])
+    if not moves:
+        return ""
+    ranked = sorted(((sum(v) / len(v), style) for style, v in moves.items()), reverse=True)
+    said = ", ".join(f"{style} {move:+.2f}" for move, style in ranked)
+    return f"In this run the standing of each style moved, on average: {said}."
+
+
 def _page(story: Story, images: dict[str, bytes]) -> str:
     title = html.escape(story.headline)
     parts = [
@@ -353,6 +368,8 @@ def _page(story: Story, images: dict[str, bytes]) -> str:
         f"<pre>{html.escape(chr(10).join(story.summary_lines))}</pre>",
     ]
     for name, heading, caption in PICTURES:
+        if name == "reputation.png":
+            caption = f"{caption} {_moves_by_style(story)}"
         data = base64.b64encode(images[name]).decode("ascii")
         parts += [
             f'<figure id="{name.removesuffix(".png")}"><h2>{html.escape(heading)}</h2>',

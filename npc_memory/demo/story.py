@@ -34,6 +34,9 @@ SMALL_WORLD = 12
 TRAJECTORIES_IN_JSON = 20
 """The JSON story keeps the trajectories of this many most changed pairs."""
 
+STAGE_RANK = {stage: rank for rank, stage in enumerate(Stage)}
+"""Each stage's place from worst to best (the order :class:`Stage` declares them in)."""
+
 STAGE_WEIGHT = {
     Stage.TRUSTED_ALLY: 5,
     Stage.ENEMY: 5,
@@ -356,17 +359,28 @@ class Chronicle:
             f"{event.dimension.replace('_', ' ')} of {self.story.name(event.player)} went "
             f"{event.direction} {event.limit:g} ({event.value:.2f}) -> {name}"
         )
-        self._moment(event.npc, event.player, event.game_time, "threshold", what, 3)
+        worse = (event.direction == "above") == (event.dimension == "fear")
+        self._moment(event.npc, event.player, event.game_time, "threshold", what, 3, worse)
 
     def _stage(self, event: RelationshipStageChanged) -> None:
         what = (
             f"now sees {self.story.name(event.player)} as {stage_name(event.new)} "
             f"(was {stage_name(event.old)})"
         )
-        self._moment(event.npc, event.player, event.game_time, "stage", what, STAGE_WEIGHT.get(event.new, 1))
+        worse = STAGE_RANK[event.new] < STAGE_RANK[event.old]
+        self._moment(
+            event.npc, event.player, event.game_time, "stage", what, STAGE_WEIGHT.get(event.new, 1), worse
+        )
 
-    def _moment(self, npc: str, player: str, time: float, kind: str, what: str, weight: int) -> None:
-        held = Counter(m.content for m in self.plugin.memories(npc, player)[:6])
+    def _moment(
+        self, npc: str, player: str, time: float, kind: str, what: str, weight: int, worse: bool
+    ) -> None:
+        """Note a relationship moment with what moved it that way: the NPC's most salient
+        memories of the player that point the same way (negative ones for a change for the
+        worse), else what it heard of them."""
+        toward = "negative" if worse else "positive"
+        memories = [m for m in self.plugin.memories(npc, player) if m.valence == toward]
+        held = Counter(m.content for m in memories[:6])
         because = [f"{text} (x{count})" if count > 1 else text for text, count in held.most_common(2)]
         if not because:
             heard = [f for f in self.plugin.facts(npc) if f.subject == player]
@@ -429,7 +443,7 @@ class Chronicle:
                     if (npc, semantic.id) not in self._known:
                         self._known.add((npc, semantic.id))
                         consolidated.update((npc, source) for source in semantic.source_episodes)
-                        if record:
+                        if record and semantic.source_episodes:  # (not one a conversation gave)
                             self._change(
                                 day, npc, player, "consolidated", semantic, len(semantic.source_episodes)
                             )
