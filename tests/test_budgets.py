@@ -165,7 +165,9 @@ def test_a_room_survey_bigger_than_any_tick_still_rebuilds_the_room() -> None:
         plugin.add_npc(key=f"h{i}", room="hall")
         plugin.learn_fact(f"h{i}", f"hall news {i}", topic=f"h{i}", importance=0.9)
     rebuilds = board_of(plugin).rebuilds
-    tick("b", 3 * (gossip.share.tick.starve_ticks + 1))  # the hall takes 3 slices of 16
+    # The hall takes 3 slices of 16, each after starve_ticks ticks of waiting: 15 ticks;
+    # twice that leaves room for ticks a loaded machine spends before gossip's turn.
+    tick("b", 6 * (gossip.share.tick.starve_ticks + 1))
     assert board_of(plugin).rebuilds > rebuilds and "hall" in board_of(plugin).rooms
 
 
@@ -209,11 +211,14 @@ def test_a_kind_whose_steps_vary_is_expected_to_take_as_long_as_its_slow_ones() 
 
 def first_units(budget: TickBudget, share: TickShare, kind: str, ticks: int) -> list[bool]:
     """Whether ``share``'s first unit of ``kind`` starts in each of ``ticks`` ticks in
-    which the systems before it took all but 0.05 ms."""
+    which the systems before it took all but a twentieth of the budget (the budgets of
+    these tests are in tens of milliseconds, so a thread descheduled for a moment on a
+    loaded machine changes nothing)."""
     started = []
     for _ in range(ticks):
         budget.open()
-        budget.left = 0.00005
+        budget.left = budget.total_ms / 20_000.0
+        budget.charged_to = time.perf_counter()
         deadline = share.deadline()
         assert deadline is not None
         now = time.perf_counter()
@@ -259,10 +264,10 @@ def test_a_clock_that_raises_leaves_no_tick_running() -> None:
 
 
 def test_a_first_unit_waits_for_a_tick_with_room_for_it() -> None:
-    budget, other = TickBudget(1.0), TickBudget(1.0)
-    share, big = budget.share(0.5), other.share(0.2)
-    share.steps.took("pair", 0.0001)  # 0.1 ms, at most 0.25 ms by its spread: fits the system's 0.5 ms
-    big.steps.took("room", 0.0003)  # 0.3 ms, at most 0.75 ms: more than its system's 0.2 ms
+    budget, other = TickBudget(100.0), TickBudget(100.0)
+    share, big = budget.share(50.0), other.share(20.0)
+    share.steps.took("pair", 0.010)  # 10 ms, at most 25 ms by its spread: fits the system's 50 ms
+    big.steps.took("room", 0.030)  # 30 ms, at most 75 ms: more than its system's 20 ms
     waits = [False] * budget.starve_ticks + [True] + [False] * budget.starve_ticks + [True]
     assert first_units(budget, share, "pair", len(waits)) == waits  # at most starve_ticks in a row
     assert first_units(other, big, "room", len(waits)) == waits
@@ -270,7 +275,7 @@ def test_a_first_unit_waits_for_a_tick_with_room_for_it() -> None:
     deadline = share.deadline()  # a whole tick left
     assert deadline is not None and share.starts("pair", time.perf_counter(), deadline, first=True)
     other.open()
-    deadline = big.deadline()  # 0.2 ms of its own, but the tick has room for the unit
+    deadline = big.deadline()  # 20 ms of its own, but the tick has room for the unit
     assert deadline is not None and big.starts("room", time.perf_counter(), deadline, first=True)
     assert not big.starts("room", time.perf_counter(), deadline, first=False)  # and for one only
 
@@ -285,10 +290,10 @@ def room_before(budget: TickBudget, before: TickShare) -> float:
 
 
 def test_a_kind_not_seen_yet_is_taken_to_take_the_system_s_own_budget() -> None:
-    budget = TickBudget(1.0)
-    share = budget.share(0.3)
+    budget = TickBudget(100.0)  # tens of milliseconds: a loaded machine's pauses change nothing
+    share = budget.share(30.0)
     budget.open()
-    budget.left = 0.0002  # less than the system's 0.3 ms
+    budget.left = 0.020  # less than the system's 30 ms
     deadline = share.deadline()
     assert deadline is not None and not share.starts("new", time.perf_counter(), deadline, first=True)
     budget.close()
@@ -299,48 +304,50 @@ def test_a_kind_not_seen_yet_is_taken_to_take_the_system_s_own_budget() -> None:
 
 
 def test_a_unit_that_no_tick_has_room_for_does_not_wait_for_one() -> None:
-    budget = TickBudget(1.0)
-    share = budget.share(0.2)
-    for _ in range(50):  # 0.1 or 0.5 ms: 0.3 ms on average, at most ~0.9 ms by its spread
-        share.steps.took("apply", 0.0001)
-        share.steps.took("apply", 0.0005)
-    lefts = [0.0006] * 5 + [0.0005, 0.0002]  # a tick usually has 0.6 ms left at its turn
+    # (In tens of milliseconds: a thread descheduled for a moment changes nothing.)
+    budget = TickBudget(100.0)
+    share = budget.share(20.0)
+    for _ in range(50):  # 10 or 50 ms: 30 ms on average, at most ~90 ms by its spread
+        share.steps.took("apply", 0.010)
+        share.steps.took("apply", 0.050)
+    lefts = [0.060] * 5 + [0.050, 0.020]  # a tick usually has 60 ms left at its turn
     started = []
     for left in lefts:
         budget.open()
-        budget.left = left
+        budget.left, budget.charged_to = left, time.perf_counter()
         deadline = share.deadline()
         assert deadline is not None
         started.append(share.starts("apply", time.perf_counter(), deadline, first=True))
         budget.close()
-    assert started[-2:] == [True, False]  # on average it fits 0.5 ms, not 0.2 ms
+    assert started[-2:] == [True, False]  # on average it fits 50 ms, not 20 ms
 
 
 def test_the_systems_before_one_about_to_start_anyway_leave_it_room() -> None:
-    budget = TickBudget(1.0)
-    before, later = budget.share(1.0), budget.share(0.2)
-    later.steps.took("room", 0.0002)  # 0.2 ms, at most 0.5 ms
+    # (In tens of milliseconds: a thread descheduled for a moment changes nothing.)
+    budget = TickBudget(100.0)
+    before, later = budget.share(100.0), budget.share(20.0)
+    later.steps.took("room", 0.020)  # 20 ms, at most 50 ms
     for _ in range(budget.starve_ticks):
-        assert room_before(budget, before) > 0.0009  # nothing held
-        budget.left = 0.0001  # the system before took all but 0.1 ms: the later one waits
+        assert room_before(budget, before) > 0.090  # nothing held
+        budget.left, budget.charged_to = 0.010, time.perf_counter()  # the system before took all but 10 ms
         deadline = later.deadline()
         assert deadline is not None and not later.starts("room", time.perf_counter(), deadline, first=True)
         budget.close()
-    assert room_before(budget, before) < 0.00051  # its unit starts anyway now: 0.5 ms held for it
-    budget.left = 0.00055  # the system before stopped there
+    assert room_before(budget, before) < 0.051  # its unit starts anyway now: 50 ms held for it
+    budget.left, budget.charged_to = 0.055, time.perf_counter()  # the system before stopped there
     deadline = later.deadline()
     assert deadline is not None and later.steps.fits("room", time.perf_counter(), later.steps.limit)
     assert later.starts("room", time.perf_counter(), deadline, first=True)
     budget.close()
     for _ in range(budget.starve_ticks):  # the budget spent before the later system's turn
-        assert room_before(budget, before) > 0.0009
+        assert room_before(budget, before) > 0.090
         budget.left = 0.0
         assert later.deadline() is None
         budget.close()
-    assert 0.00075 < room_before(budget, before) < 0.00081  # its own 0.2 ms held for its one unit
+    assert 0.075 < room_before(budget, before) < 0.081  # its own 20 ms held for its one unit
     assert later.deadline() is not None
     budget.close()
-    assert room_before(budget, before) > 0.0009  # held for that tick only
+    assert room_before(budget, before) > 0.090  # held for that tick only
 
 
 def test_room_set_aside_for_the_next_tick_comes_off_its_budget_once() -> None:
@@ -387,23 +394,24 @@ def test_a_snapshot_round_ends_in_a_tick_with_room_set_aside_for_it(tmp_path: Pa
 
 
 def test_a_systems_usual_room_follows_what_ticks_leave_it_but_not_ticks_without_a_budget() -> None:
-    budget = TickBudget(1.0)
-    share = budget.share(0.5)
+    # (In tens of milliseconds: a thread descheduled for a moment changes nothing.)
+    budget = TickBudget(100.0)
+    share = budget.share(50.0)
     assert share.room is None  # no turn yet
     for _ in range(40):
         budget.open()
-        budget.left = 0.0003  # the systems before it left 0.3 ms
+        budget.left, budget.charged_to = 0.030, time.perf_counter()  # the systems before it left 30 ms
         share.deadline()
         budget.close()
-    assert share.room == pytest.approx(0.0003, abs=0.00002)
+    assert share.room == pytest.approx(0.030, abs=0.002)
     budget.total_ms = math.inf  # deterministic: no time budget at all
     budget.open()
     share.deadline()
     budget.close()
-    assert share.room == pytest.approx(0.0003, abs=0.00002)  # an unbounded tick says nothing of room
-    budget.total_ms = 1.0
+    assert share.room == pytest.approx(0.030, abs=0.002)  # an unbounded tick says nothing of room
+    budget.total_ms = 100.0
     budget.open()
     budget.left = 0.0  # a tick already spent at its turn
     share.deadline()
     budget.close()
-    assert share.room == pytest.approx(0.0003 * (1 - 1 / 8), abs=0.00002)  # one tick moves it an eighth
+    assert share.room == pytest.approx(0.030 * (1 - 1 / 8), abs=0.002)  # one tick moves it an eighth
