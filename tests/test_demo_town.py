@@ -90,6 +90,7 @@ def test_relationship_moments_say_what_moved_them() -> None:
     hostile = [m for m in story.moments if m.what.endswith("-> Hostile")]
     assert hostile and all(m.because for m in hostile)
     assert any(story.styles[m.player] == "thief" for m in hostile)
+    assert all(m.because for m in story.moments if m.what.endswith("as acquaintance (was stranger)"))
 
 
 def test_the_story_tells_each_day_and_then_sums_up() -> None:

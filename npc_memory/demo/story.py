@@ -371,6 +371,9 @@ class Chronicle:
         self._moment(
             event.npc, event.player, event.game_time, "stage", what, STAGE_WEIGHT.get(event.new, 1), worse
         )
+        moment = self.story.moments[-1]
+        if not moment.because and event.old == Stage.STRANGER and event.new == Stage.ACQUAINTANCE:
+            moment.because.append("we met")  # the positive ladder starts with a meeting
 
     def _moment(
         self, npc: str, player: str, time: float, kind: str, what: str, weight: int, worse: bool
