@@ -368,19 +368,24 @@ class Chronicle:
             f"(was {stage_name(event.old)})"
         )
         worse = STAGE_RANK[event.new] < STAGE_RANK[event.old]
-        self._moment(
-            event.npc, event.player, event.game_time, "stage", what, STAGE_WEIGHT.get(event.new, 1), worse
-        )
-        moment = self.story.moments[-1]
-        if not moment.because and event.old == Stage.STRANGER and event.new == Stage.ACQUAINTANCE:
-            moment.because.append("we met")  # the positive ladder starts with a meeting
+        met = (event.old, event.new) == (Stage.STRANGER, Stage.ACQUAINTANCE)  # they met
+        weight = STAGE_WEIGHT.get(event.new, 1)
+        self._moment(event.npc, event.player, event.game_time, "stage", what, weight, worse, met)
 
     def _moment(
-        self, npc: str, player: str, time: float, kind: str, what: str, weight: int, worse: bool
+        self,
+        npc: str,
+        player: str,
+        time: float,
+        kind: str,
+        what: str,
+        weight: int,
+        worse: bool,
+        met: bool = False,
     ) -> None:
         """Note a relationship moment with what moved it that way: the NPC's most salient
         memories of the player that point the same way (negative ones for a change for the
-        worse), else what it heard of them."""
+        worse), else what it heard of them, else (``met``) that they met."""
         toward = "negative" if worse else "positive"
         memories = [m for m in self.plugin.memories(npc, player) if m.valence == toward]
         held = Counter(m.content for m in memories[:6])
@@ -388,6 +393,8 @@ class Chronicle:
         if not because:
             heard = [f for f in self.plugin.facts(npc) if f.subject == player]
             because = [f"{HOW_KNOWN.get(f.source, '')}{f.content}" for f in heard[-2:]]
+        if not because and met:
+            because = ["we met"]
         self.story.moments.append(Moment(day_of(time), time, npc, player, kind, what, weight, because))
 
     # --- sampling -----------------------------------------------------------
