@@ -73,9 +73,13 @@ def test_kill_9_mid_snapshot_never_corrupts_or_loses_acknowledged_state(tmp_path
         assert len(npcs) == 12 or (not acknowledged and len(npcs) < 12), attempt
         for doc in npcs:
             rounds = doc.relationships.by_player["alice"].interaction_count if doc.relationships.by_player else 0
-            assert doc.bank.next_id - 1 == rounds, (attempt, doc.key)  # one complete version, never a mix
-            if rounds:
-                assert doc.bank.world.episodic[-1].content == f"round {rounds}", (attempt, doc.key)
+            # One instant of the NPC, never a mix of two: between two steps, or between a step's
+            # two calls (the writer copies a document at any instant between facade calls, so the
+            # step's memory may be there before its interaction is counted).
+            taken = doc.bank.next_id - 1
+            assert taken in (rounds, rounds + 1), (attempt, doc.key, taken, rounds)
+            if taken:
+                assert doc.bank.world.episodic[-1].content == f"round {taken}", (attempt, doc.key)
             assert rounds >= acknowledged, (attempt, doc.key, rounds, acknowledged)  # nothing acknowledged lost
     assert acknowledged > 0
     print(f"{KILLS} kills, last acknowledged step {acknowledged}; {landed['appending']} landed in a journal "

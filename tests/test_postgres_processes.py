@@ -156,9 +156,13 @@ def test_sigkill_of_a_writing_process_loses_nothing_acknowledged(url: str, world
                     if doc.relationships.by_player
                     else 0
                 )
-                assert doc.bank.next_id - 1 == rounds, (attempt, doc.key)  # one complete version, never a mix
-                if rounds:
-                    assert doc.bank.world.episodic[-1].content == f"round {rounds}", (attempt, doc.key)
+                # One instant of the NPC, never a mix of two: between two steps, or between a step's
+                # two calls (the writer copies a document at any instant between facade calls, so the
+                # step's memory may be there before its interaction is counted).
+                taken = doc.bank.next_id - 1
+                assert taken in (rounds, rounds + 1), (attempt, doc.key, taken, rounds)
+                if taken:
+                    assert doc.bank.world.episodic[-1].content == f"round {taken}", (attempt, doc.key)
                 assert rounds >= acknowledged, (
                     attempt,
                     doc.key,
