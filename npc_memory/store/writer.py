@@ -83,9 +83,6 @@ WINDOW = 600
 """Written groups whose latency :attr:`StoreWriter.latency` keeps."""
 BASES_PER_PAUSE = 16
 """Captures let go of between two pauses once a group is on disk."""
-LATE_YIELD_EVERY = 0.005
-"""The same while :attr:`StoreWriter.late` (a round will not end in time): the
-interpreter's default switch interval, so a busy game thread and this one share it."""
 KEYS_PER_PAUSE = 1024
 """Keys looked up between two pauses when sorting a batch's keys."""
 ROUND_GROUP = 512
@@ -513,18 +510,20 @@ class StoreWriter:
     def _pause(self) -> None:
         """Between two pieces of work: wait while a tick runs, and give the GIL away
         once this thread has held it ``YIELD_EVERY`` (``CONTENDED_YIELD_EVERY`` after a
-        yield that found the game thread busy, ``LATE_YIELD_EVERY`` while a round is
-        late)."""
+        yield that found the game thread busy; only when the interpreter makes it
+        while a round is late)."""
         if self.wait_idle is not None and self.wait_idle():
             self._hand_back()
             return
         if not self._yields:
             return
-        every = YIELD_EVERY
         if self.late:
-            every = LATE_YIELD_EVERY
-        elif self._contended:
-            every = CONTENDED_YIELD_EVERY
+            # The interpreter's switch interval alone shares the GIL with a busy game
+            # thread: a yield here would come right after this thread won the GIL back
+            # (the interval counts from the last yield, not from that) and cost it a
+            # whole switch interval of waiting for a few microseconds of work.
+            return
+        every = CONTENDED_YIELD_EVERY if self._contended else YIELD_EVERY
         if time.perf_counter() - self._yielded >= every:
             self._hand_back()
 
