@@ -1,8 +1,8 @@
 """What share of the interpreter the store writer gets beside a game thread that never sleeps.
 
 Builds a world of ``--npcs`` NPCs (30 rooms, 100 players, 90 observed events, so each
-NPC holds a few facts and relationships), captures every NPC as a store writer would
-have written it, lets a third of the events happen again, then, ``--repeats`` times,
+NPC holds a few facts and relationships): captures every NPC as a store writer would
+have written it after the first 60 events and plays the last 30; then, ``--repeats`` times,
 has a real :class:`~npc_memory.store.writer.StoreWriter` on a TinyDB store in a
 temporary directory write every NPC as one snapshot round while another thread runs
 pure Python without pause (a game whose frames have no idle time). Prints, for the
