@@ -29,7 +29,9 @@ def test_writer_share_reports_both_modes() -> None:
     out = script("writer_share.py", "--npcs", "90", "--repeats", "1")
     for mode in ("polite", "late"):
         [line] = [line for line in out.splitlines() if line.startswith(mode)]
-        wall, share, rate = map(float, re.search(rf"{FIGURE} ms, CPU {FIGURE} of it \({FIGURE} documents", line).groups())
+        figures = re.search(rf"{FIGURE} ms, CPU {FIGURE} of it \({FIGURE} documents", line)
+        assert figures is not None, line
+        wall, share, rate = map(float, figures.groups())
         assert wall > 0 and 0 < share <= 1.0 and rate > 0, line
 
 
