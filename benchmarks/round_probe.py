@@ -77,9 +77,12 @@ def install_probes() -> None:
         self.__dict__["_probe_late"] = value
 
     def set_durable(self: Any, value: int) -> None:
-        entry = rounds.get(value)
-        if value != self.__dict__.get("_probe_durable") and entry is not None and entry["durable"] is None:
-            entry["durable"] = game_time()
+        # Round ``value`` on disk means every earlier one is too: the writer may pass
+        # over a round's number (its metadata written in one batch with the next's).
+        if value != self.__dict__.get("_probe_durable"):
+            for number, entry in rounds.items():
+                if number <= value and entry["durable"] is None:
+                    entry["durable"] = game_time()
         self.__dict__["_probe_durable"] = value
 
     store_writer.StoreWriter.late = property(lambda self: self.__dict__.get("_probe_late", False), set_late)
