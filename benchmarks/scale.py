@@ -31,8 +31,9 @@ Every ``--window`` ticks (100) one line: the plugin's tick p50/p99/max (ms), the
 calls per tick (p50, ms), each system's p50/p99 (µs), memories and facts held, RSS, snapshot
 rounds handed to the writer / on disk during the run, the oldest unsaved change (game seconds;
 see :class:`Durability`), the extraction backlog, full (generation 2) garbage collections and
-late frames; the JSON has more (relationships, every facade call kind, GC pauses). The first
-tick (after set-up or load, with its cold esper query caches) is reported apart and left out of
+late frames; the JSON has more (relationships, every facade call kind, GC pauses, the ticks
+after which the store writer's round was late, this process's fsync times). The first tick
+(after set-up or load, with its cold esper query caches) is reported apart and left out of
 the windows. At the end: ``plugin.save()`` (timed), the counts, uninstall, install again on the
 same store and add the same keys (timed: the cold load), the first tick after the load, and
 "reload identical" comparing the counts and a digest of every NPC's and player's components.
@@ -454,6 +455,32 @@ class GcWatch:
         gc.callbacks.remove(self._callback)
 
 
+class FsyncWatch:
+    """How long each ``os.fsync`` of this process took (the store's journal and files),
+    to tell a disk that stalls from a writer that falls behind; the checkpoint process's
+    own are not seen."""
+
+    def __init__(self) -> None:
+        self.samples: list[int] = []
+        self._fsync = os.fsync
+
+        def fsync(fd: int) -> None:
+            start = time.perf_counter_ns()
+            try:
+                self._fsync(fd)
+            finally:
+                self.samples.append(time.perf_counter_ns() - start)
+
+        os.fsync = fsync
+
+    def take(self) -> list[int]:
+        taken, self.samples = self.samples, []
+        return taken
+
+    def close(self) -> None:
+        os.fsync = self._fsync
+
+
 class Durability:
     """How far the store lags behind the live world: ``plugin.unsaved_seconds()`` (game
     seconds since the oldest change not yet durably written), and the snapshot rounds
@@ -464,11 +491,21 @@ class Durability:
         self.plugin = plugin
         self.persistence = snapshot.persistence
         self.initial = self.handed = self.persistence.snapshots
+        self.late_ticks = 0
+        """Ticks after which the writer's round was late (``StoreWriter.late``), since
+        the last :meth:`take_late`."""
 
     def after_tick(self) -> float:
         """The age of the oldest unsaved change after a tick."""
         self.handed = self.persistence.snapshots
+        writer = self.persistence.writer
+        if writer is not None and writer.late:
+            self.late_ticks += 1
         return self.stale()
+
+    def take_late(self) -> int:
+        late, self.late_ticks = self.late_ticks, 0
+        return late
 
     def stale(self) -> float:
         return self.plugin.unsaved_seconds()
@@ -610,6 +647,7 @@ def measure(
     first: dict[str, Any] = {}
     out(header(list(systems.samples)))
     gc_watch = GcWatch()
+    fsync_watch = FsyncWatch()
     collector = npc_memory.FrameCollector() if config.collector == "frames" else None
     if collector is not None:
         collector.start()
@@ -647,14 +685,16 @@ def measure(
                 for samples in facade.values():
                     samples.clear()
                 gc_watch.take()
+                fsync_watch.take()
                 stale_max = 0.0
+                durability.take_late()
                 continue
             ticks.append(elapsed)
             host.append(host_ns)
             if tick % config.window == 0 or tick == config.ticks:
                 held = census(plugin, npc_keys, player_keys)
                 window = close_window(tick, ticks, host, systems.take(), facade, gc_watch.take(),
-                                      held, durability, stale_max, late)
+                                      fsync_watch.take(), held, durability, stale_max, late)
                 window["extraction_backlog"] = len(plugin.extraction.pending())
                 window["game_time_s"] = round(plugin.clock.now, 1)
                 windows.append(window)
@@ -665,6 +705,7 @@ def measure(
                     samples.clear()
     finally:
         gc_watch.close()
+        fsync_watch.close()
         if collector is not None:
             collector.stop()
     result = {"first_tick": first, "windows": windows, "summary": summary(windows, first, interval, plugin, out)}
@@ -680,7 +721,8 @@ def measure(
 
 def close_window(
     tick: int, ticks: list[int], host: list[int], systems: dict[str, list[int]], facade: dict[str, list[int]],
-    pauses: list[tuple[int, int]], held: Census, durability: Durability, stale_max: float, late: int,
+    pauses: list[tuple[int, int]], fsyncs: list[int], held: Census, durability: Durability, stale_max: float,
+    late: int,
 ) -> dict[str, Any]:
     return {
         "ticks": [tick - len(ticks) + 1, tick],
@@ -695,6 +737,8 @@ def close_window(
         "rounds_handed": durability.handed - durability.initial,
         "stale_s": round(durability.stale(), 1),
         "stale_max_s": round(stale_max, 1),
+        "writer_late_ticks": durability.take_late(),
+        "fsync_ms": summarise_ns(fsyncs, 1e6),
         "frames_late": late,
         "gc": {"collections": [sum(1 for g, _ in pauses if g == gen) for gen in range(3)],
                "max_pause_ms": round(max((ns for _, ns in pauses), default=0) / 1e6, 2)},
@@ -755,6 +799,8 @@ def summary(
         "rounds": {"handed": windows[-1]["rounds_handed"]},
         "stale_max_s": max(w["stale_max_s"] for w in windows),
         "stale_limit_s": 2 * interval,
+        "fsync_max_ms": max(w["fsync_ms"]["max"] for w in windows),
+        "writer_late_ticks": sum(w["writer_late_ticks"] for w in windows),
         "memories": [windows[0]["memories"], windows[-1]["memories"]],
         "facts": [windows[0]["facts"], windows[-1]["facts"]],
         "extraction": {"queued": plugin.extraction.stats.queued, "applied": plugin.extraction.stats.applied,
@@ -772,6 +818,10 @@ def summary(
     out(f"RSS MB: {windows[0]['rss_mb']:.0f} (first window) -> {warm['rss_mb']:.0f} (second) -> {windows[-1]['rss_mb']:.0f} (last)")
     out(f"snapshot rounds: {result['rounds']['handed']}; oldest unsaved change at any tick: "
         f"{result['stale_max_s']:.0f} game s (2 intervals = {2 * interval:.0f} s)")
+    slowest = max(windows, key=lambda w: w["fsync_ms"]["max"])
+    out(f"fsyncs: {sum(w['fsync_ms']['n'] for w in windows)}, slowest {slowest['fsync_ms']['max']:.1f} ms "
+        f"(ticks {slowest['ticks'][0]}-{slowest['ticks'][1]}); writer's round late after "
+        f"{sum(w['writer_late_ticks'] for w in windows)} of {sum(w['tick_ms']['n'] for w in windows)} ticks")
     out(f"memories {result['memories'][0]} -> {result['memories'][1]}, facts {result['facts'][0]} -> {result['facts'][1]}; "
         f"extraction queued {plugin.extraction.stats.queued}, applied {plugin.extraction.stats.applied}")
     if facade_all:
