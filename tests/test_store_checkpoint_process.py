@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -358,3 +360,73 @@ def test_an_open_gives_up_on_a_checkpoint_process_that_never_ends(
     with tinydb_store.checkpoint_lock(tmp_path / "v.db"), pytest.raises(StoreLockedError, match="checkpoint process"):
         TinyDBStore(tmp_path / "v.db")
     TinyDBStore(tmp_path / "v.db").close()  # the lock it took was let go
+
+
+SCHEDULING_PROBE = "import os; print(os.sched_getscheduler(0))"
+"""A process that prints the scheduling policy it was born with."""
+
+
+def in_real_time_thread(body: Callable[[], object]) -> object:
+    """``body``'s result, run in a thread in the real-time class a server loop may run
+    in (``SCHED_FIFO``); skips where this process may not take it."""
+    if not hasattr(os, "sched_setscheduler"):
+        pytest.skip("no POSIX scheduling classes here")
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        except PermissionError:
+            outcome.append(PermissionError)
+            return
+        try:
+            outcome.append(body())
+        except BaseException as exc:  # reported on the test's thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(WAIT)
+    assert outcome, "the real-time thread did not finish"
+    if outcome[0] is PermissionError:
+        pytest.skip("this process may not use a real-time scheduling class")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
+def test_a_process_started_from_a_real_time_thread_is_born_in_normal_scheduling() -> None:
+    """A checkpoint process started from a real-time thread starts in normal
+    scheduling (in the real-time class, its start took the writer 0.5-0.8 s beside a
+    busy real-time game thread), and the thread is put back in its class after."""
+
+    def spawn() -> tuple[str, str, int, int]:
+        probe = [sys.executable, "-c", SCHEDULING_PROBE]
+        inherited = subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
+        with tinydb_store._normal_scheduling():
+            during = os.sched_getscheduler(0)
+            born = subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
+        return inherited, born, during, os.sched_getscheduler(0)
+
+    inherited, born, during, after = cast(tuple[str, str, int, int], in_real_time_thread(spawn))
+    assert inherited == str(os.SCHED_FIFO)  # what a process started from it would be born in
+    assert born == str(os.SCHED_OTHER)
+    assert during == os.SCHED_OTHER and after == os.SCHED_FIFO
+
+
+def test_a_real_time_writer_thread_keeps_its_class_after_starting_a_checkpoint_process(tmp_path: Path) -> None:
+    store = TinyDBStore(tmp_path / "v.db", checkpoint_bytes=1, checkpoint_process=True)
+    expected = fill(store)
+
+    def start() -> tuple[bool, int]:
+        store.maintain(time.perf_counter() + 1.0)
+        return store.checkpointing, os.sched_getscheduler(0)
+
+    try:
+        started, policy = cast(tuple[bool, int], in_real_time_thread(start))
+        assert started and policy == os.SCHED_FIFO
+        run_maintenance(store)
+        assert segments(tmp_path / "v.db") == []  # the process folded the journal
+        assert store.load().documents == expected
+    finally:
+        store.close()
