@@ -61,11 +61,12 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import esper
 import msgspec
@@ -73,6 +74,9 @@ import msgspec
 import npc_memory
 from npc_memory.content import validate_pack
 from npc_memory.systems.snapshot import SnapshotSystem
+
+if TYPE_CHECKING:
+    from _typeshed import FileDescriptorLike
 
 Mix = Literal["busy", "stress", "quiet"]
 WORLD = "scale"
@@ -458,13 +462,15 @@ class GcWatch:
 class FsyncWatch:
     """How long each ``os.fsync`` of this process took (the store's journal and files),
     to tell a disk that stalls from a writer that falls behind; the checkpoint process's
-    own are not seen."""
+    own are not seen. A time includes the calling thread's wait for the interpreter after
+    the call (up to a switch interval, 5 ms, while the game thread runs): read it for
+    stalls of tens of milliseconds and more, not for a fast disk's usual fsync."""
 
     def __init__(self) -> None:
-        self.samples: list[int] = []
+        self.samples: deque[int] = deque()
         self._fsync = os.fsync
 
-        def fsync(fd: int) -> None:
+        def fsync(fd: FileDescriptorLike) -> None:
             start = time.perf_counter_ns()
             try:
                 self._fsync(fd)
@@ -474,8 +480,8 @@ class FsyncWatch:
         os.fsync = fsync
 
     def take(self) -> list[int]:
-        taken, self.samples = self.samples, []
-        return taken
+        """The times recorded since the last call (ns)."""
+        return [self.samples.popleft() for _ in range(len(self.samples))]
 
     def close(self) -> None:
         os.fsync = self._fsync
@@ -648,13 +654,14 @@ def measure(
     out(header(list(systems.samples)))
     gc_watch = GcWatch()
     fsync_watch = FsyncWatch()
-    collector = npc_memory.FrameCollector() if config.collector == "frames" else None
-    if collector is not None:
-        collector.start()
+    collector: npc_memory.FrameCollector | None = None
     period = 1 / config.pace if config.pace > 0 else 0.0
     late = 0
     deadline = time.perf_counter()
     try:
+        if config.collector == "frames":
+            collector = npc_memory.FrameCollector()
+            collector.start()
         for tick in range(config.ticks + 1):
             if collector is not None:  # between frames, in the slack before the next
                 collector.between_frames(deadline - time.perf_counter() if period else None)

@@ -39,7 +39,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -834,7 +833,7 @@ class TinyDBStore:
         stdout = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
         stderr = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
         try:
-            with _normal_scheduling():
+            with _children_born_normal():
                 process = subprocess.Popen(
                     command,
                     stdin=subprocess.DEVNULL,
@@ -1329,29 +1328,27 @@ def _background_options() -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _normal_scheduling() -> Iterator[None]:
-    """Run the block with the calling thread in normal scheduling (Linux), if it was in
-    a real-time class (a server loop run under ``chrt``, say), and put it back after:
-    a process started meanwhile is born in normal scheduling too. Started from a
-    real-time thread beside a busy real-time game thread, a checkpoint process took
-    0.5-0.8 s of the starting thread's time to start (the store writer's: no snapshot
-    work meanwhile) where it takes 20-90 ms from a thread in normal scheduling."""
-    restore: tuple[int, os.sched_param] | None = None
+def _children_born_normal() -> Iterator[None]:
+    """While the block runs, a process this thread starts is born in normal scheduling
+    (Linux), even when the thread runs in a real-time class (a server loop under
+    ``chrt``, say); the thread keeps its own class. Afterwards its processes are born in
+    its class again, where the thread may ask that (a thread without the privilege stays
+    so marked: processes it starts later are born in normal scheduling too). A checkpoint
+    process born in a real-time class took the store writer up to a second to start
+    beside a busy real-time game thread (benchmarks/README.md, 2026-12-02)."""
+    marked: tuple[int, os.sched_param] | None = None
     with contextlib.suppress(AttributeError, OSError):  # (not Linux, or not allowed)
-        policy = os.sched_getscheduler(0)
+        policy = os.sched_getscheduler(0)  # (a thread marked already reports the mark too)
         if policy in (os.SCHED_FIFO, os.SCHED_RR):
             param = os.sched_getparam(0)
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-            restore = (policy, param)
+            os.sched_setscheduler(0, policy | os.SCHED_RESET_ON_FORK, param)
+            marked = (policy, param)
     try:
         yield
     finally:
-        if restore is not None:
-            try:
-                os.sched_setscheduler(0, *restore)
-            except OSError as exc:
-                thread = threading.current_thread().name
-                log.warning("could not put thread %r back in its real-time class: %s", thread, exc)
+        if marked is not None:
+            with contextlib.suppress(OSError):  # (clearing the mark needs the privilege)
+                os.sched_setscheduler(0, *marked)
 
 
 def _lower_priority(pid: int) -> None:
