@@ -170,7 +170,8 @@ def test_pending_jobs_survive_a_restart_and_apply_once(tmp_path: Path) -> None:
     npc_memory.uninstall("t")
 
     # A crash after the NPC was saved with its extraction but before the metadata dropped
-    # the job: the restored job is recognised and skipped.
+    # the job: the restored job is recognised and skipped. The stale metadata also lacks
+    # the third conversation, which waits in Hilda's document: it is queued again.
     store = TinyDBStore(db)
     meta = store.read_meta()
     assert meta is not None
@@ -184,7 +185,9 @@ def test_pending_jobs_survive_a_restart_and_apply_once(tmp_path: Path) -> None:
     plugin.add_player(key="alice")
     before = len(plugin.memories("hilda", "alice"))
     tick("t", 3)
-    assert seen == [] and plugin.extraction.stats.duplicates == 1 and len(plugin.memories("hilda", "alice")) == before
+    assert [e.conversation for e in seen] == ["hilda/alice/3"] and plugin.extraction.stats.duplicates == 1
+    # (the same words as the first conversation: they reinforce the memory it gave)
+    assert len(plugin.memories("hilda", "alice")) == before and seen[0].memories == ("m1",)
     npc_memory.uninstall("t")
 
 

@@ -5,8 +5,8 @@ written.
 store. So at any instant every change made before ``horizon = clock.now -
 unsaved_seconds()`` is on disk: a crash right then, and loading the store gives it back.
 That covers ended conversations too: their memories are in the NPC's document, or their
-extraction job is pending in the store's metadata and is applied, exactly once, after a
-reload.
+extraction job is pending (in the NPC's document, and in the store's metadata) and is
+applied, exactly once, after a reload.
 
 The horizon itself is excluded: a change made at game time ``t`` is ``now - t`` seconds
 old, so the oldest unsaved change sits exactly at the horizon (``unsaved_seconds()`` is 0
@@ -66,16 +66,15 @@ CONVERSERS = 12
 """NPCs (the first ones) that hold the conversations."""
 PHASE = 400
 """Ticks of one phase of the village's life: conversations in its first ``TALKING``
-ticks, then none (a queued extraction job is saved only with a round's metadata and
-rightly holds ``unsaved_seconds()`` back till then; without any, the round's documents
-alone do)."""
+ticks, then none."""
 TALKING = 60
 TALK_EVERY = 8
 """Ticks between two conversations with the players while they talk."""
 TRAVELLERS = ("p4", "p5", "p6", "p7")
 """Players who each talk once a phase (``TRAVEL_EVERY`` ticks apart from its start),
 leave the world at once and come back ``AWAY`` ticks later: meanwhile the extraction of
-their conversation waits for them, saved only as pending in the metadata."""
+their conversation waits for them, saved as pending in the NPC's document and in the
+metadata."""
 TRAVEL_EVERY = 50
 AWAY = 200
 TRAVEL_TICKS = range(0, TRAVEL_EVERY * len(TRAVELLERS), TRAVEL_EVERY)
@@ -314,7 +313,8 @@ class Held:
     extracted: dict[str, set[str]] = field(default_factory=dict)
     """By NPC: conversations its document shows extracted (ids kept, or memories from them)."""
     pending: set[str] = field(default_factory=set)
-    """Conversations whose extraction the metadata keeps pending."""
+    """Conversations whose extraction the store keeps pending: in its metadata, or in
+    their NPC's document (which a reload queues again)."""
 
     @classmethod
     def load(cls, path: Path) -> Held:
@@ -333,8 +333,9 @@ class Held:
                 m.source_conversation for m in records if m.source_conversation is not None
             }
             held.facts[key] = {fact.content for fact in document.knowledge.facts}
+            held.pending.update(pending.conversation for pending in document.working.pending)
         if held.contents.meta is not None:
-            held.pending = {job.conversation for job in held.contents.meta.pending_extractions}
+            held.pending.update(job.conversation for job in held.contents.meta.pending_extractions)
         return held
 
     @property
@@ -375,7 +376,7 @@ class Held:
             return f"{said}, relationship with {change.player} at version {self.version(npc, change.player)}"
         recent = [s.conversation for s in document.working.recent.get(change.player or "", [])]
         return (f"{said}; recent conversations {recent}, extracted {sorted(document.working.extracted)[-3:]}, "
-                f"not pending in the metadata ({len(self.pending)} pending)")
+                f"not pending in the store ({len(self.pending)} pending)")
 
 
 # ---------------------------------------------------------------------- one freeze
@@ -505,15 +506,15 @@ def test_unsaved_seconds_never_claims_what_a_half_written_round_has_not_saved(tm
             # the next appends (each group of a round's documents, its metadata), before
             # its first record, a few records in, after its last (before the fsync) or
             # before a round's metadata (often so while the village talks: the round's
-            # documents then show conversations whose extraction only that metadata
-            # keeps); while the game ticks on without waiting for the writer, and for a
+            # documents then show conversations that wait, pending, in those documents
+            # and not yet in the metadata); while the game ticks on without waiting for the writer, and for a
             # while longer once it stopped (beyond a snapshot interval, at times), before
             # copying the store.
             gap, before, extra = rng.choice(GAPS), rng.choice(BEFORE), rng.choice(EXTRA_TICKS)
             mode = rng.random()
             if mode < 0.25 and village.ticks % PHASE < TRAVEL_TICKS[-1]:
-                # A round whose documents show a traveller's conversation (and whose
-                # metadata alone keeps its extraction), stopped before that metadata.
+                # A round whose documents show a traveller's conversation (pending in
+                # them, and not yet in the metadata), stopped before that metadata.
                 village.keep_up(store, metadata=False)
                 while not village.traveller_talked_within(INTERVAL) and village.ticks % PHASE < AWAY:
                     village.keep_up(store, metadata=False)

@@ -41,7 +41,7 @@ from npc_memory.components.relationship import (
     Relationships,
     Stage,
 )
-from npc_memory.components.working import ConversationSummary, Turn, WorkingMemory
+from npc_memory.components.working import ConversationSummary, PendingConversation, Turn, WorkingMemory
 
 __all__ = [
     "DIMENSIONS",
@@ -68,6 +68,7 @@ __all__ = [
     "NpcHandle",
     "NpcTraits",
     "PairMemories",
+    "PendingConversation",
     "PlayerHandle",
     "PlayerProfile",
     "ProceduralMemory",

@@ -15,7 +15,15 @@ from typing import Literal
 import msgspec
 
 from npc_memory.clock import SECONDS_PER_DAY
-from npc_memory.components import ConversationSummary, NpcHandle, PlayerHandle, Scope, Turn, WorkingMemory
+from npc_memory.components import (
+    ConversationSummary,
+    NpcHandle,
+    PendingConversation,
+    PlayerHandle,
+    Scope,
+    Turn,
+    WorkingMemory,
+)
 from npc_memory.components.relationship import Dimension, Relationship
 from npc_memory.errors import InvalidArgumentError, MemoryCapacityError, PrivacyError
 from npc_memory.events import ExtractionDropped, MemoriesExtracted
@@ -171,7 +179,12 @@ class ConversationService:
             turns=len(every),
             ended_at=job.ended_at,
         )
-        # From here on nothing can fail: the transcript becomes a job in one step.
+        # From here on nothing can fail: the transcript becomes a job in one step. The
+        # lines wait in the working memory (one part of the NPC's document with the
+        # open ones) until their memories are applied: a snapshot that shows the
+        # conversation ended holds either its lines or what they gave.
+        if turns:
+            working.pending.append(_pending(job))
         del working.open[player_key]
         working.conversations[player_key] = number
         working.remember_conversation(player_key, summary)
@@ -192,6 +205,7 @@ class ConversationService:
                 self.apply(self.pipeline.extract_now(job, "queue full: extracted by the rules at once"))
             else:
                 status = "dropped"
+                working.settle(job.conversation)
                 self.pipeline.stats.dropped += 1
                 self.state.publish(
                     ExtractionDropped(
@@ -278,15 +292,17 @@ class ConversationService:
     def _start(self, result: ExtractionResult) -> Applying | None:
         """Begin applying ``result``, or ``None``: it is dropped, a duplicate, or parked."""
         job = result.job
-        if self.dropped(job):
-            return None  # about an NPC or player forgotten since, or mentioning a forgotten player
         registry = self.state.registry
+        if self.dropped(job):
+            self._settle(registry.live_npc(job.npc), job)
+            return None  # about an NPC or player forgotten since, or mentioning a forgotten player
         npc, player = registry.live_npc(job.npc), registry.live_player(job.player)
         if npc is None or player is None:
             self.pipeline.parked.append(result)
             return None
         if job.conversation in npc.working.extracted:
             self.pipeline.stats.duplicates += 1
+            self._settle(npc, job)
             return None
         return Applying(
             result=result,
@@ -306,6 +322,7 @@ class ConversationService:
         result = applying.result
         job = result.job
         if self.dropped(job) or job.conversation in applying.npc.working.extracted:
+            self._settle(applying.npc, job)
             return False
         registry = self.state.registry
         npc, player = registry.live_npc(job.npc), registry.live_player(job.player)
@@ -326,6 +343,7 @@ class ConversationService:
             self._remember(applying, extracted)
             return False
         npc.working.mark_extracted(job.conversation)
+        npc.working.settle(job.conversation)
         if applying.resumed:
             self.partial.discard(job.conversation)
             self.pipeline.restored.discard(job.conversation)
@@ -501,9 +519,45 @@ class ConversationService:
             pipeline.queue.extend(kept)
         return before - len(pipeline.queue) - len(pipeline.parked) - len(pipeline.ready)
 
+    def _settle(self, npc: NpcHandle | None, job: ExtractionJob) -> None:
+        """``job``'s conversation no longer waits in ``npc``'s working memory (if live)."""
+        if npc is not None and npc.working.settle(job.conversation):
+            self.state.mark(npc.identity.key, Part.WORKING)
+
+    def resume(self, npc: NpcHandle) -> int:
+        """Queue the conversations a restored ``npc`` holds as pending that no extraction
+        work holds (a crash came after the NPC's document was saved and before the
+        store's metadata with the job); returns how many. One already extracted
+        leaves the working memory instead."""
+        working = npc.working
+        if not working.pending:
+            return 0
+        held = {job.conversation for job in self.pipeline.pending()}
+        held.update(job.conversation for _, job in self.pipeline.released)
+        waiting: list[ExtractionJob] = []
+        for pending in list(working.pending):
+            if pending.conversation in working.extracted:
+                working.settle(pending.conversation)
+                self.state.mark(npc.identity.key, Part.WORKING)
+            elif pending.conversation not in held:
+                waiting.append(_job(npc.identity.key, pending))
+        self.pipeline.restore(waiting)
+        return len(waiting)
+
     def unpark(self) -> None:
         """Apply the results that waited for their NPC or player to be added."""
         if not self.pipeline.parked:
             return
         for result in self.pipeline.take_parked():
             self.apply(result)
+
+
+def _pending(job: ExtractionJob) -> PendingConversation:
+    """What of ``job`` its NPC's working memory keeps while it waits (all but the NPC's
+    key and what an LLM call cost)."""
+    return PendingConversation(**{name: getattr(job, name) for name in PendingConversation.__struct_fields__})
+
+
+def _job(npc: str, pending: PendingConversation) -> ExtractionJob:
+    """The extraction job of a conversation ``npc``'s working memory holds as pending."""
+    return ExtractionJob(npc=npc, **msgspec.structs.asdict(pending))

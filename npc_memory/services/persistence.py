@@ -15,9 +15,10 @@ dated (to the tick before the one that first saw it); a round hands its keys ove
 the order of their first change and the writer takes them in that order, so once its
 first groups are on disk the round's oldest unsaved change is the first change of the
 first key not yet written (:attr:`StoreWriter.round_durable`; where the writer captures
-and the store keeps a journal: otherwise a round counts until it is all on disk). Extraction jobs are
-saved only with a round's metadata, so a job queued since the last metadata counts as
-unsaved until the next is on disk.
+and the store keeps a journal: otherwise a round counts until it is all on disk). A
+conversation waiting for extraction is saved with its NPC's document (its lines stay in
+the working memory until its memories are applied), so it is as stale as that document;
+the metadata's list of waiting jobs adds what their LLM calls cost and their order.
 
 Where the interpreter has a GIL (every CPython before the free-threaded builds) the
 writer captures the round's documents itself, each with one sequence of C calls that
@@ -111,8 +112,6 @@ class _Unsettled:
     """Game time of the oldest change it carries."""
     released: int
     """Extraction jobs released before it started."""
-    jobs: float | None = None
-    """Game time of the oldest extraction job its metadata is the first to save."""
     dates: _Dates | None = None
     """When its keys first changed, if known (see :attr:`StoreWriter.round_durable`)."""
 
@@ -257,11 +256,6 @@ class PersistenceService:
         self._undated = False
         """Whether keys were made dirty again since the last round began (a failed
         write), so :attr:`_marks` do not date every key of the next round."""
-        self._jobs_seen = pipeline.enqueued_total
-        """Extraction jobs queued up to the last metadata handed to the writer."""
-        self._jobs_since: float | None = None
-        """Game time of the oldest extraction job queued since then (saved only with
-        the metadata of a round: conservative like :attr:`_since`)."""
         self._failed_rounds: set[int] = set()
         """Rounds a batch of which failed (their released jobs stay saved as pending)."""
         self._capture_cost = 0.0
@@ -532,13 +526,14 @@ class PersistenceService:
         the last tick (only how far into its round it is): only reads, so another thread
         (a metrics exporter) may call it. The tick puts a date in a round before it
         clears it where it was, so this reads those places in the other order."""
-        times = [t for t in (self._since, self._jobs_since) if t is not None]
+        times: list[float] = [] if self._since is None else [self._since]
         progress = self.writer.round_durable if self.writer is not None else (0, 0)
         for entry in list(self._unsettled):
             since: float | None = entry.since
             if entry.dates is not None and entry.round == progress[0]:
                 since = entry.dates.first_after(progress[1])  # its first documents are on disk
-            times += [t for t in (since, entry.jobs) if t is not None]
+            if since is not None:
+                times.append(since)
         return max(0.0, now - min(times)) if times else 0.0
 
     def drain(self) -> None:
@@ -581,11 +576,8 @@ class PersistenceService:
         self._last_round_start = now
 
     def _date_changes(self) -> None:
-        """Date the keys first marked since the last look (see :attr:`_since`), and
-        the extraction jobs queued since the last metadata: O(1)."""
+        """Date the keys first marked since the last look (see :attr:`_since`): O(1)."""
         self._marks.date(len(self.state.changed), self._previous_now)
-        if self._jobs_since is None and self.pipeline.enqueued_total != self._jobs_seen:
-            self._jobs_since = self._previous_now
 
     def _capture_slice(self, now: float, deadline: float) -> None:
         """Capture round documents until the next one would pass ``deadline`` (judged
@@ -715,10 +707,7 @@ class PersistenceService:
         assert self.writer is not None
         deletions = sorted(self.state.deleted)
         self.state.deleted.clear()
-        self._date_changes()  # the metadata saves the jobs queued so far
-        if self._unsettled and self._unsettled[-1].round == self._round_number:
-            self._unsettled[-1].jobs = self._jobs_since
-            self._jobs_since, self._jobs_seen = None, self.pipeline.enqueued_total
+        self._date_changes()
         self.writer.submit(
             WriteBatch(
                 captures=captures,

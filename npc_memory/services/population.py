@@ -119,6 +119,8 @@ class PopulationService:
             traits.archetype,
         ):
             self.state.mark(key)
+        if saved is not None:
+            self.conversations.resume(handle)
         self.conversations.unpark()
         return handle
 

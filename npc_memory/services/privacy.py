@@ -44,6 +44,7 @@ from npc_memory.components import (
     Memory,
     NpcHandle,
     PairMemories,
+    PendingConversation,
     PlayerProfile,
     Scope,
     SemanticMemory,
@@ -1059,6 +1060,11 @@ def _scrub_components(
     if len(extracted) != len(working.extracted):
         working.extracted = extracted
         changed = True
+    pending = [p for p in working.pending if p.player != key and not _pending_mentions(pattern, p)]
+    if len(pending) != len(working.pending):
+        counts["conversations"] += len(working.pending) - len(pending)
+        working.pending = pending
+        changed = True
     facts = npc.knowledge.facts
     kept = [f for f in facts if f.subject != key and not privacy_rules.fact_mentions(pattern, f)]
     if len(kept) != len(facts):
@@ -1163,6 +1169,11 @@ def _end_game_components(
             del table[player]
             counts["conversations"] += 1
             changed = True
+    pending = [p for p in working.pending if p.player not in ending.transient]
+    if len(pending) != len(working.pending):
+        counts["conversations"] += len(working.pending) - len(pending)
+        working.pending = pending
+        changed = True
     for player in [p for p in npc.relationships.by_player if p in ending.anonymous]:
         forget_relationship(npc, player)
         working.conversations.pop(player, None)
@@ -1301,6 +1312,13 @@ def _set_facts(npc: NpcHandle, facts: list[Fact]) -> None:
 
 def _drop_relationship(npc: NpcHandle, key: str) -> None:
     del npc.relationships.by_player[key]
+
+
+def _pending_mentions(pattern: re.Pattern[str], pending: PendingConversation) -> bool:
+    """Whether a pending conversation names what ``pattern`` finds (in its id or a line)."""
+    return privacy_rules.mentions(pattern, pending.conversation, pending.player_name) or any(
+        privacy_rules.mentions(pattern, turn.text, turn.speaker) for turn in pending.turns
+    )
 
 
 def _filter_pair(pair: PairMemories, keep: Callable[[Memory], bool]) -> list[Memory]:

@@ -51,6 +51,7 @@ from npc_memory.components import (
     MemoryBank,
     NpcTraits,
     PairMemories,
+    PendingConversation,
     PlayerProfile,
     ProceduralMemory,
     Relationship,
@@ -119,9 +120,9 @@ class BankPart(msgspec.Struct, gc=False):
 
 class WorkingPart(msgspec.Struct, gc=False):
     """An NPC's working memory at one instant: in ``items`` the extracted conversation
-    ids, then each open conversation's lines, then each pair's recent summaries, their
-    players in ``keys`` (open ones first); ``layout`` holds the number of open
-    conversations, then the lengths."""
+    ids, then the pending conversations, then each open conversation's lines, then each
+    pair's recent summaries, their players in ``keys`` (open ones first); ``layout``
+    holds the number of open conversations, then the lengths."""
 
     items: tuple[Any, ...]
     keys: tuple[str, ...]
@@ -130,15 +131,20 @@ class WorkingPart(msgspec.Struct, gc=False):
 
     def view(
         self,
-    ) -> tuple[tuple[str, ...], dict[str, tuple[Turn, ...]], dict[str, tuple[ConversationSummary, ...]]]:
-        """The extracted ids, open conversations and recent summaries."""
+    ) -> tuple[
+        tuple[str, ...],
+        tuple[PendingConversation, ...],
+        dict[str, tuple[Turn, ...]],
+        dict[str, tuple[ConversationSummary, ...]],
+    ]:
+        """The extracted ids, pending conversations, open conversations and recent summaries."""
         layout = memoryview(self.layout).cast("q").tolist()
         opened = layout[0]
         slices = _cut(self.items, layout[1:])
         keys = self.keys
-        open_map = dict(zip(keys[:opened], slices[1 : 1 + opened], strict=True))
-        recent_map = dict(zip(keys[opened:], slices[1 + opened :], strict=True))
-        return slices[0], open_map, recent_map
+        open_map = dict(zip(keys[:opened], slices[2 : 2 + opened], strict=True))
+        recent_map = dict(zip(keys[opened:], slices[2 + opened :], strict=True))
+        return slices[0], slices[1], open_map, recent_map
 
 
 class KnowledgePart(msgspec.Struct, gc=False):
@@ -180,8 +186,8 @@ class NpcCapture(msgspec.Struct, gc=False):
     def view(self) -> CaptureView:
         """The capture's containers (tuples sliced out of each part's ``items``)."""
         world, pairs = self.bank.view()
-        extracted, opened, recent = self.working.view()
-        return CaptureView(world, pairs, self.knowledge.facts, extracted, opened, recent)
+        extracted, pending, opened, recent = self.working.view()
+        return CaptureView(world, pairs, self.knowledge.facts, extracted, pending, opened, recent)
 
 
 class CaptureView(msgspec.Struct, gc=False):
@@ -191,6 +197,7 @@ class CaptureView(msgspec.Struct, gc=False):
     pairs: dict[str, Triple]
     facts: tuple[Fact, ...]
     extracted: tuple[str, ...]
+    pending: tuple[PendingConversation, ...]
     open: dict[str, tuple[Turn, ...]]
     recent: dict[str, tuple[ConversationSummary, ...]]
 
@@ -237,6 +244,7 @@ class _Working(msgspec.Struct, gc=False):
     recent: dict[str, tuple[Any, ...]]
     conversations: dict[str, int]
     extracted: tuple[str, ...]
+    pending: tuple[Any, ...]
 
 
 class _Knowledge(msgspec.Struct, gc=False):
@@ -358,7 +366,7 @@ def _bank_part(bank: Any) -> BankPart:
 
 def _working_part(working: Any) -> WorkingPart:
     opened, recent = working.open, working.recent
-    seqs: list[Sequence[Any]] = [working.extracted, *opened.values(), *recent.values()]
+    seqs: list[Sequence[Any]] = [working.extracted, working.pending, *opened.values(), *recent.values()]
     return WorkingPart(
         tuple(chain.from_iterable(seqs)),
         (*opened, *recent),
@@ -458,6 +466,7 @@ def document_of_capture(capture: Capture) -> Document:
             recent=view.recent,  # type: ignore[arg-type]
             conversations=c.working.conversations,
             extracted=view.extracted,  # type: ignore[arg-type]
+            pending=view.pending,  # type: ignore[arg-type]
         ),
         knowledge=KnowledgeBase(facts=view.facts, next_id=c.knowledge.next_id),  # type: ignore[arg-type]
         saved_at=c.saved_at,
@@ -517,6 +526,7 @@ class NpcPatch(msgspec.Struct, tag="patch", omit_defaults=True, kw_only=True):
     recent_order: list[str] | None = None
     conversations: dict[str, int] | None = None
     extracted: list[int | str] | None = None
+    pending: list[int | PendingConversation] | None = None
     facts: list[int | Fact] | None = None
     facts_next_id: int | None = None
 
@@ -734,8 +744,10 @@ def _diff_working(base: WorkingPart, new: WorkingPart, patch: NpcPatch) -> bool:
     """Put the edits from ``base`` to ``new`` into ``patch``; whether there were any."""
     changed = False
     if not (base.items == new.items and base.keys == new.keys and base.layout == new.layout):
-        (old_extracted, old_open, old_recent), (new_extracted, new_open, new_recent) = base.view(), new.view()
+        (old_extracted, old_pending, old_open, old_recent) = base.view()
+        (new_extracted, new_pending, new_open, new_recent) = new.view()
         patch.extracted = list_edit(old_extracted, new_extracted)
+        patch.pending = list_edit(old_pending, new_pending)
         opened = dict_edit(old_open, new_open)
         if opened is not None:
             patch.open = {k: list(v) for k, v in opened.set.items()}
@@ -744,7 +756,7 @@ def _diff_working(base: WorkingPart, new: WorkingPart, patch: NpcPatch) -> bool:
         if recent is not None:
             patch.recent = {k: list(v) for k, v in recent.set.items()}
             patch.recent_gone, patch.recent_order = recent.gone, recent.order
-        changed = patch.extracted is not None or opened is not None or recent is not None
+        changed = any(edit is not None for edit in (patch.extracted, patch.pending, opened, recent))
     patch.conversations = _whole_dict(base.conversations, new.conversations)
     return changed or patch.conversations is not None
 
@@ -797,6 +809,8 @@ def apply_patch(document: NpcDocument, patch: NpcPatch) -> None:
         working.conversations = patch.conversations
     if patch.extracted is not None:
         working.extracted = apply_list_edit(working.extracted, patch.extracted)
+    if patch.pending is not None:
+        working.pending = apply_list_edit(working.pending, patch.pending)
     knowledge = document.knowledge
     if patch.facts is not None:
         knowledge.facts = apply_list_edit(knowledge.facts, patch.facts)
