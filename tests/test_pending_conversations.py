@@ -13,6 +13,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import msgspec
+
 import npc_memory
 from npc_memory.components import PendingConversation
 from npc_memory.content import validate_pack
@@ -181,3 +183,99 @@ def test_forgetting_a_player_takes_their_pending_conversations_from_live_and_sto
     assert all(isinstance(p, PendingConversation) for pending in stored.values() for p in pending)
     assert [p.player for p in stored["n0000"]] == ["alice"]
     assert stored["n0001"] == [] and stored["n0002"] == []
+
+
+def stored_pending(path: Path, npc: str) -> list[str]:
+    """The lines of the conversations ``npc``'s document holds as pending in the store."""
+    store = TinyDBStore(path)
+    document = store.load().documents[npc]
+    store.close()
+    assert isinstance(document, NpcDocument)
+    return [turn.text for pending in document.working.pending for turn in pending.turns]
+
+
+def test_a_conversation_naming_a_player_forgotten_before_it_ended_never_waits(tmp_path: Path) -> None:
+    """Its job is dropped: its lines are not kept, in the live NPC, on disk or after a
+    restart (which knows nothing of the forgetting: what is forgotten is gone)."""
+    plugin = village("named-1", tmp_path / "store")
+    plugin.add_npc(key="n0000", room="square")
+    for key in ("alice", "bob", "carol"):
+        plugin.add_player(key=key, name=key.title())
+    plugin.forget_player("alice")
+    plugin.say("n0000", "bob", "Bob", "I stole Alice's purse at the market yesterday")
+    plugin.end_conversation("n0000", "bob")
+    assert plugin.npc("n0000").working.pending == []
+    plugin.forget_player("carol")  # drops with every pattern so far: nothing left behind
+    plugin.remove("n0000")
+    tick("named-1", 5)
+    npc_memory.uninstall("named-1")
+    assert stored_pending(tmp_path / "store", "n0000") == []
+    reloaded = village("named-2", tmp_path / "store")
+    reloaded.add_npc(key="n0000")
+    reloaded.add_player(key="bob")
+    tick("named-2", 10)
+    assert not [m for m in held_memories(reloaded, "n0000", "bob") if "alice" in m.lower()]
+    npc_memory.uninstall("named-2")
+
+
+def test_a_conversation_resumed_after_a_crash_is_dropped_when_its_player_is_forgotten(tmp_path: Path) -> None:
+    """The store's metadata (and so the clock restored) is older than the NPC's
+    document: the conversations it holds as pending ended later than the restored
+    clock. Forgetting their player right after the restart still drops every one, and
+    no file keeps their lines."""
+    data = npc_memory.load_pack("village").model_dump()
+    data["budgets"].update(extraction_apply_per_tick=1)  # results wait, read, in line
+    pack = validate_pack(data)
+    db = tmp_path / "store"
+    plugin = npc_memory.install(world="clock-1", store=db, pack=pack, seed=5, deterministic=True)
+    plugin.add_npc(key="n0000", room="square")
+    plugin.add_player(key="alice", name="Alice", consent=True)
+    tick("clock-1", 100)
+    plugin.save()
+    older = plugin.clock.now
+    tick("clock-1", 100)
+    for i in range(3):
+        plugin.say("n0000", "alice", "Alice", f"{LINE} {i}")
+        plugin.end_conversation("n0000", "alice")
+    plugin.remove("alice")  # nothing applied before the crash
+    npc_memory.uninstall("clock-1")
+    store = TinyDBStore(db)  # the crash: the documents on disk, the metadata of the save before
+    meta = store.read_meta()
+    assert meta is not None
+    store.write_meta(msgspec.structs.replace(meta, pending_extractions=[], clock=older))
+    store.close()
+
+    plugin = npc_memory.install(world="clock-2", store=db, pack=pack, seed=5, deterministic=True)
+    plugin.add_npc(key="n0000")
+    assert len(plugin.npc("n0000").working.pending) == 3
+    assert all(job.ended_at <= plugin.clock.now for job in plugin.extraction.pending())
+    plugin.add_player(key="alice")
+    tick("clock-2", 1)  # one result applied, the others read and waiting
+    assert plugin.extraction.ready
+    report = plugin.forget_player("alice")
+    tick("clock-2", 5)
+    plugin.save()
+    assert plugin.extraction.pending() == [] and plugin.npc("n0000").working.pending == []
+    assert report.counts.get("files_still_matching", 0) == 0
+    npc_memory.uninstall("clock-2")
+    store = TinyDBStore(db)
+    meta = store.read_meta()
+    store.close()
+    assert meta is not None and [job for job in meta.pending_extractions if job.player == "alice"] == []
+    assert stored_pending(db, "n0000") == []
+
+
+def test_forgetting_a_player_keeps_the_conversations_whose_jobs_it_keeps(tmp_path: Path) -> None:
+    """The pending conversations forgetting takes are exactly the jobs it drops: one that
+    only an NPC's key (in the conversation's id) makes look like the player stays, with
+    its job."""
+    plugin = village("kept", tmp_path / "store")
+    plugin.add_npc(key="old-tom", room="square")
+    for key in ("tom", "alice"):
+        plugin.add_player(key=key, name=key.title())
+    plugin.say("old-tom", "alice", "Alice", LINE)
+    plugin.end_conversation("old-tom", "alice")
+    plugin.forget_player("tom")
+    pending = [p.conversation for p in plugin.npc("old-tom").working.pending]
+    assert pending == [job.conversation for job in plugin.extraction.pending()] == ["old-tom/alice/1"]
+    npc_memory.uninstall("kept")

@@ -183,7 +183,7 @@ class ConversationService:
         # lines wait in the working memory (one part of the NPC's document with the
         # open ones) until their memories are applied: a snapshot that shows the
         # conversation ended holds either its lines or what they gave.
-        if turns:
+        if turns and not self.dropped(job):  # (one naming a forgotten player is never applied)
             working.pending.append(_pending(job))
         del working.open[player_key]
         working.conversations[player_key] = number
@@ -294,7 +294,7 @@ class ConversationService:
         job = result.job
         registry = self.state.registry
         if self.dropped(job):
-            self._settle(registry.live_npc(job.npc), job)
+            self._settle(job)
             return None  # about an NPC or player forgotten since, or mentioning a forgotten player
         npc, player = registry.live_npc(job.npc), registry.live_player(job.player)
         if npc is None or player is None:
@@ -302,7 +302,7 @@ class ConversationService:
             return None
         if job.conversation in npc.working.extracted:
             self.pipeline.stats.duplicates += 1
-            self._settle(npc, job)
+            self._settle(job)
             return None
         return Applying(
             result=result,
@@ -322,7 +322,7 @@ class ConversationService:
         result = applying.result
         job = result.job
         if self.dropped(job) or job.conversation in applying.npc.working.extracted:
-            self._settle(applying.npc, job)
+            self._settle(job)
             return False
         registry = self.state.registry
         npc, player = registry.live_npc(job.npc), registry.live_player(job.player)
@@ -493,12 +493,14 @@ class ConversationService:
 
     def dropped(self, job: ExtractionJob) -> bool:
         """Whether ``job``'s result will be dropped: it is about a key forgotten since it
-        ended, or its transcript mentions a forgotten player."""
+        ended, or its transcript mentions a forgotten player (in a line or as a speaker)."""
         forgotten = self.forgotten
         if forgotten and job.ended_at <= max(forgotten.get(job.npc, -1.0), forgotten.get(job.player, -1.0)):
             return True
         pattern = self.unmentionable
-        return pattern is not None and any(privacy_rules.mentions(pattern, t.text) for t in job.turns)
+        return pattern is not None and any(
+            privacy_rules.mentions(pattern, turn.text, turn.speaker) for turn in job.turns
+        )
 
     def drop_jobs_mentioning(self, pattern: re.Pattern[str]) -> int:
         """From now on, drop extraction work and results that mention what ``pattern``
@@ -519,16 +521,23 @@ class ConversationService:
             pipeline.queue.extend(kept)
         return before - len(pipeline.queue) - len(pipeline.parked) - len(pipeline.ready)
 
-    def _settle(self, npc: NpcHandle | None, job: ExtractionJob) -> None:
-        """``job``'s conversation no longer waits in ``npc``'s working memory (if live)."""
-        if npc is not None and npc.working.settle(job.conversation):
-            self.state.mark(npc.identity.key, Part.WORKING)
+    def _settle(self, job: ExtractionJob) -> None:
+        """``job``'s conversation no longer waits in its NPC's working memory (the live
+        NPC's, or the document of one only in the store)."""
+        state = self.state
+        npc = state.registry.live_npc(job.npc)
+        working = npc.working if npc is not None else getattr(state.stored.get(job.npc), "working", None)
+        if isinstance(working, WorkingMemory) and working.settle(job.conversation):
+            state.mark(job.npc, Part.WORKING)
 
     def resume(self, npc: NpcHandle) -> int:
         """Queue the conversations a restored ``npc`` holds as pending that no extraction
         work holds (a crash came after the NPC's document was saved and before the
         store's metadata with the job); returns how many. One already extracted
-        leaves the working memory instead."""
+        leaves the working memory instead. A job restored so ends no later than the
+        clock restored (taken from the store's metadata, which may be older than the
+        NPC's document), as the metadata's own jobs do: forgetting its player from now
+        on drops it."""
         working = npc.working
         if not working.pending:
             return 0
@@ -540,7 +549,8 @@ class ConversationService:
                 working.settle(pending.conversation)
                 self.state.mark(npc.identity.key, Part.WORKING)
             elif pending.conversation not in held:
-                waiting.append(_job(npc.identity.key, pending))
+                job = _job(npc.identity.key, pending)
+                waiting.append(msgspec.structs.replace(job, ended_at=min(job.ended_at, self.state.clock.now)))
         self.pipeline.restore(waiting)
         return len(waiting)
 

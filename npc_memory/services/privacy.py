@@ -1315,10 +1315,9 @@ def _drop_relationship(npc: NpcHandle, key: str) -> None:
 
 
 def _pending_mentions(pattern: re.Pattern[str], pending: PendingConversation) -> bool:
-    """Whether a pending conversation names what ``pattern`` finds (in its id or a line)."""
-    return privacy_rules.mentions(pattern, pending.conversation, pending.player_name) or any(
-        privacy_rules.mentions(pattern, turn.text, turn.speaker) for turn in pending.turns
-    )
+    """Whether a pending conversation's lines name what ``pattern`` finds: what makes
+    the extraction pipeline drop its job (see ``ConversationService.dropped``)."""
+    return any(privacy_rules.mentions(pattern, turn.text, turn.speaker) for turn in pending.turns)
 
 
 def _filter_pair(pair: PairMemories, keep: Callable[[Memory], bool]) -> list[Memory]:

@@ -379,7 +379,8 @@ def _rebuild_meta(store: TinyDBStore, report: RepairReport) -> None:
     store.checkpoint(strict=False)
     report.mended.append(
         (str(meta_file), [f"was missing: rebuilt with game clock {clock} (the newest document's save time); "
-                          "the random generator restarts from the seed and pending extractions are gone"])
+                          "the random generator restarts from the seed and pending extractions not kept "
+                          "in their NPC's document are gone"])
     )
 
 
@@ -420,7 +421,8 @@ def clear_store(path: str | os.PathLike[str], world: str) -> None:
 class StoreStats(msgspec.Struct, kw_only=True):
     """A store at rest in numbers (``npc-memory stats``): ``health`` is ``ok`` or
     ``damaged`` (then ``problems`` says what loading would refuse, and the counts are
-    zero); sizes in bytes."""
+    zero); sizes in bytes; ``pending_extractions``: the conversations waiting for
+    extraction (in the metadata or in an NPC's document)."""
 
     path: str
     health: Literal["ok", "damaged"] = "ok"
@@ -463,15 +465,18 @@ def store_stats(path: str | os.PathLike[str]) -> StoreStats:
     if contents is not None:
         meta = contents.meta or StoreMeta()
         stats.world, stats.schema_version, stats.clock = meta.world, meta.schema_version, meta.clock
-        stats.snapshots, stats.pending_extractions = meta.snapshots, len(meta.pending_extractions)
+        stats.snapshots = meta.snapshots
+        pending = {job.conversation for job in meta.pending_extractions}
         for document in contents.documents.values():
             if isinstance(document, NpcDocument):
+                pending.update(conversation.conversation for conversation in document.working.pending)
                 stats.npcs += 1
                 stats.memories += document.bank.count()
                 stats.facts += len(document.knowledge.facts)
                 stats.relationships += len(document.relationships.by_player)
             else:
                 stats.players += 1
+        stats.pending_extractions = len(pending)
     for file in store.path.rglob("*"):
         with contextlib.suppress(OSError):
             if file.is_file():
