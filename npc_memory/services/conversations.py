@@ -493,14 +493,12 @@ class ConversationService:
 
     def dropped(self, job: ExtractionJob) -> bool:
         """Whether ``job``'s result will be dropped: it is about a key forgotten since it
-        ended, or its transcript mentions a forgotten player (in a line or as a speaker)."""
+        ended, or its transcript mentions a forgotten player."""
         forgotten = self.forgotten
         if forgotten and job.ended_at <= max(forgotten.get(job.npc, -1.0), forgotten.get(job.player, -1.0)):
             return True
         pattern = self.unmentionable
-        return pattern is not None and any(
-            privacy_rules.mentions(pattern, turn.text, turn.speaker) for turn in job.turns
-        )
+        return pattern is not None and any(privacy_rules.mentions(pattern, t.text) for t in job.turns)
 
     def drop_jobs_mentioning(self, pattern: re.Pattern[str]) -> int:
         """From now on, drop extraction work and results that mention what ``pattern``

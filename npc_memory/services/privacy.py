@@ -1316,8 +1316,9 @@ def _drop_relationship(npc: NpcHandle, key: str) -> None:
 
 def _pending_mentions(pattern: re.Pattern[str], pending: PendingConversation) -> bool:
     """Whether a pending conversation's lines name what ``pattern`` finds: what makes
-    the extraction pipeline drop its job (see ``ConversationService.dropped``)."""
-    return any(privacy_rules.mentions(pattern, turn.text, turn.speaker) for turn in pending.turns)
+    the extraction pipeline drop its job (see ``ConversationService.dropped``; a
+    speaker is a participant, and a forgotten participant's conversations go by key)."""
+    return any(privacy_rules.mentions(pattern, turn.text) for turn in pending.turns)
 
 
 def _filter_pair(pair: PairMemories, keep: Callable[[Memory], bool]) -> list[Memory]:
