@@ -47,6 +47,18 @@ def extract_all(plugin: npc_memory.MemoryPlugin, world: str) -> None:
             return
 
 
+def one_conversation(world: str, store: Path) -> tuple[npc_memory.MemoryPlugin, str]:
+    """A village of one NPC, n0000, and Alice, who has just ended a conversation with
+    it (the rules make one memory of it); returns the plugin and the conversation's id."""
+    plugin = village(world, store)
+    plugin.add_npc(key="n0000", room="square")
+    plugin.add_player(key="alice", name="Alice")
+    plugin.say("n0000", "alice", "Alice", LINE)
+    ended = plugin.end_conversation("n0000", "alice")
+    assert ended is not None
+    return plugin, ended.conversation
+
+
 def test_a_conversation_ended_mid_round_survives_a_crash_before_the_rounds_metadata(tmp_path: Path) -> None:
     store = GateStore(tmp_path / "live")
     plugin = village("pending-live", store)
@@ -97,19 +109,14 @@ def test_a_conversation_ended_mid_round_survives_a_crash_before_the_rounds_metad
 
 
 def test_a_job_both_the_metadata_and_the_document_hold_is_applied_once(tmp_path: Path) -> None:
-    plugin = village("pending-both", tmp_path / "store")
-    plugin.add_npc(key="n0000", room="square")
-    plugin.add_player(key="alice", name="Alice")
-    plugin.say("n0000", "alice", "Alice", LINE)
-    ended = plugin.end_conversation("n0000", "alice")
-    assert ended is not None
+    plugin, conversation = one_conversation("pending-both", tmp_path / "store")
     plugin.remove("alice")  # parked: saved as pending in the metadata and in the document
     plugin.save()
     npc_memory.uninstall("pending-both")
 
     reloaded = village("pending-both-again", tmp_path / "store")
     reloaded.add_npc(key="n0000")
-    assert [p.conversation for p in reloaded.npc("n0000").working.pending] == [ended.conversation]
+    assert [p.conversation for p in reloaded.npc("n0000").working.pending] == [conversation]
     reloaded.add_player(key="alice")
     extract_all(reloaded, "pending-both-again")
     kept = held_memories(reloaded, "n0000", "alice")
@@ -120,14 +127,9 @@ def test_a_job_both_the_metadata_and_the_document_hold_is_applied_once(tmp_path:
 
 
 def test_a_conversation_leaves_the_working_memory_when_its_memories_are_applied(tmp_path: Path) -> None:
-    plugin = village("pending-applied", tmp_path / "store")
-    plugin.add_npc(key="n0000", room="square")
-    plugin.add_player(key="alice", name="Alice")
-    plugin.say("n0000", "alice", "Alice", LINE)
-    ended = plugin.end_conversation("n0000", "alice")
-    assert ended is not None
+    plugin, conversation = one_conversation("pending-applied", tmp_path / "store")
     pending = plugin.npc("n0000").working.pending
-    assert [(p.conversation, p.player, p.player_name) for p in pending] == [(ended.conversation, "alice", "Alice")]
+    assert [(p.conversation, p.player, p.player_name) for p in pending] == [(conversation, "alice", "Alice")]
     assert pending[0].turns[-1].text == LINE
     extract_all(plugin, "pending-applied")
     assert plugin.npc("n0000").working.pending == []
