@@ -362,12 +362,18 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _with_plugin(
-    args: argparse.Namespace, name: str, action: Callable[[MemoryPlugin], msgspec.Struct]
+    args: argparse.Namespace,
+    name: str,
+    action: Callable[[MemoryPlugin], msgspec.Struct],
+    *,
+    writes: bool = True,
 ) -> int:
     """Open the store at ``args.db`` (a directory is refused while a game runs on it;
     a PostgreSQL world whose documents game servers own is refused, except to forget a
     player, end a game or withdraw consent: the running servers then do their part) in
-    a private esper world, run ``action`` on its plugin, save, and print the result."""
+    an esper world of the name the store holds (so its metadata keeps it), run
+    ``action`` on its plugin, save unless it ``writes`` nothing (a dry run), and print
+    the result."""
     import esper
 
     import npc_memory
@@ -377,7 +383,7 @@ def _with_plugin(
     def run() -> int:
         meta = _read_store(args, lambda store: store.read_meta())
         pack = args.pack or (meta.pack if meta is not None and meta.pack in bundled_packs() else "village")
-        world = f"npc-memory-{name}-{os.getpid()}"
+        world = meta.world if meta is not None and meta.world else f"npc-memory-{name}-{os.getpid()}"
         store: Store | Path = Path(args.db)
         if is_url(args.db):
             migration = MigrationContext(thresholds=load_pack(pack).relationships.thresholds)
@@ -388,8 +394,9 @@ def _with_plugin(
         try:
             result = action(plugin)
         finally:
-            npc_memory.uninstall(world)
-            esper.delete_world(world)
+            npc_memory.uninstall(world, save=writes)
+            if world != esper.current_world:
+                esper.delete_world(world)
         if args.json:
             sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(result), indent=2) + b"\n")
         else:
@@ -477,6 +484,7 @@ def _clone(args: argparse.Namespace) -> int:
         args,
         "clone",
         lambda p: p.clone(args.source, args.target, categories, dry_run=args.dry_run, actor=args.actor),
+        writes=not args.dry_run,
     )
 
 

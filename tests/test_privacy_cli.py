@@ -79,6 +79,18 @@ def test_end_game_consent_and_clone_from_the_command_line(
     assert actions == ["end-game", "consent", "clone-dry-run", "clone"]
 
 
+def test_commands_keep_the_world_name_the_store_holds(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The commands open the store in a world of its own name: its metadata still names
+    the game's world after them (what ``npc-memory demo`` and ``migrate`` go by)."""
+    for command in (["forget", "--player", KEY], ["end-game", "--game", "g7"],
+                    ["consent", "--player", "walker", "--withdraw"],
+                    ["clone", "--from", "npc0", "--to", "npc1", "--dry-run"]):
+        status, _, err = cli(capsys, command[0], "--db", str(db), *command[1:])
+        assert status == 0, err
+        status, out, _ = cli(capsys, "stats", "--db", str(db), "--json")
+        assert json.loads(out)["world"] == "w", command
+
+
 def test_commands_refuse_a_store_a_running_game_holds(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     npc_memory.install(world="running", store=db)
     for args in (
