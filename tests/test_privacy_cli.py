@@ -163,7 +163,8 @@ def test_an_interrupted_forgetting_blocks_export_until_resume_finishes_it(
     from npc_memory.store import PendingForget, TinyDBStore
 
     store = TinyDBStore(world.path) if world.url is None else world.store()
-    store.set_pending_forgets([PendingForget(key=KEY, name=NAME)])  # what a kill right after it began leaves
+    # What a kill right after it began leaves (as an earlier version wrote it: no actor).
+    store.set_pending_forgets([PendingForget(key=KEY, name=NAME)])
     store.close()
     with pytest.raises(StoreError, match="privacy operation still to finish"):
         world.export()

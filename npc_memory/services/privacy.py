@@ -314,14 +314,13 @@ class PrivacyService:
             return []
         reports: list[ForgetReport | ConsentReport | EndGameReport] = []
         for record in store.pending_forgets():
+            actor = record.actor or "restart"  # (records of earlier versions name no one)
             if record.op == "forget":
-                reports.append(
-                    self.forget_player(record.key, actor="restart", name=record.name, resumed=True)
-                )
+                reports.append(self.forget_player(record.key, actor=actor, name=record.name, resumed=True))
             elif record.op == "withdraw":
-                reports.append(self._withdraw_shared(record, "restart", resumed=True))
+                reports.append(self._withdraw_shared(record, actor, resumed=True))
             elif record.op == "end-game":
-                reports.append(self._end_game_shared(record, "restart", resumed=True))
+                reports.append(self._end_game_shared(record, actor, resumed=True))
         return reports
 
     def forget_player(
@@ -341,7 +340,7 @@ class PrivacyService:
             name = stored.name
         pattern = _pattern_of(key, name)
         store = self._privacy_store()
-        pending = PendingForget(key=key, name=name)
+        pending = PendingForget(key=key, name=name, actor=actor)
         if store is not None:  # first: a crash from here on is finished by the restart
             self.persistence.run_on_store(lambda s: _set_pending(s, pending))
             self._known = [*(p for p in self._known if not _same(p, pending)), pending]
@@ -678,6 +677,7 @@ class PrivacyService:
             legacy=game is None,
             anonymous=tuple(sorted({key for key, _, profile in players if profile.anonymous})),
             transient=tuple(sorted({key for key, _, profile in players if not profile.consent})),
+            actor=actor,
         )
         if self._privacy_store() is not None and self.persistence.shared is not None:
             return self._end_game_shared(record, actor)
@@ -795,7 +795,9 @@ class PrivacyService:
                 else None
             )
             purge = state.pack.privacy.withdrawn_consent == "purge"
-            record = PendingForget(op="withdraw", key=key, name=name, purge=purge, game=state.game)
+            record = PendingForget(
+                op="withdraw", key=key, name=name, purge=purge, game=state.game, actor=actor
+            )
             return self._withdraw_shared(record, actor)
         changed_profile = msgspec.structs.replace(profile, consent=consent)
         if live is not None:

@@ -85,7 +85,8 @@ class PendingForget(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     ``transient``: the players known to be anonymous, or not to consent, when it
     began). The record exists only while the operation runs (a restart finishes it).
     On a store game servers share, ``acks`` lists the servers (sessions) that have done
-    it in what they own."""
+    it in what they own. ``actor`` is who asked for it (the audit entry of a restart
+    that finishes it names them; empty in records of earlier versions)."""
 
     key: str
     name: str | None = None
@@ -96,6 +97,7 @@ class PendingForget(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     legacy: bool = False
     anonymous: tuple[str, ...] = ()
     transient: tuple[str, ...] = ()
+    actor: str = ""
 
 
 @runtime_checkable
