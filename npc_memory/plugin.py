@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import copy
+import enum
 import functools
 import logging
 import math
@@ -22,12 +23,14 @@ import esper
 from npc_memory.components import (
     DIMENSIONS,
     MEMORY_KINDS,
+    SELF,
     VALENCES,
     EpisodicMemory,
     Fact,
     FactCategory,
     Memory,
     MemoryKind,
+    MemorySource,
     NpcHandle,
     PlayerHandle,
     ProceduralMemory,
@@ -69,6 +72,7 @@ from npc_memory.rules.validation import (
     check_query,
     check_room,
     check_scope,
+    check_source,
     check_tags,
     check_text,
     check_trigger,
@@ -163,6 +167,10 @@ def _delivers(method: F) -> F:
         return result
 
     return cast(F, call)
+
+
+class _Default(enum.Enum):
+    PLAYER = "the player the memory is about"
 
 
 class MemoryPlugin:
@@ -508,8 +516,18 @@ class MemoryPlugin:
         trigger: TriggerContext | None = None,
         source_episodes: Iterable[str] = (),
         affect_relationship: bool = False,
+        actor: Ref | _Default | None = _Default.PLAYER,
+        source: MemorySource = "authored",
     ) -> Memory:
         """Store a memory of ``npc`` about ``player`` (``None``: about the world).
+
+        ``actor`` is whose deed or words it records: by default ``player`` (no one known,
+        ``None``, for a world memory); ``"self"`` for the NPC's own; another NPC or
+        player (entity or key, live or stored); ``None`` when unknown. ``source`` is how
+        the NPC knows it: ``"authored"`` (default: the game says so), ``"witnessed"``,
+        ``"said"``, ``"claimed"`` or ``"heard"``. Only the player's own deeds and words
+        count in :attr:`query` by default and move the relationship with
+        ``affect_relationship`` (claims and hearsay only where asked for).
 
         Ranges: ``importance``, ``confidence``, ``intensity`` in [0, 1]. ``scope``
         defaults to the narrowest that fits: ``anon`` for an anonymous player,
@@ -564,6 +582,8 @@ class MemoryPlugin:
         if episodes and kind != "semantic":
             raise InvalidArgumentError("source_episodes apply to semantic memories only")
         key = None if target is None else target.identity.key
+        who = key if actor is _Default.PLAYER else self._resolve.actor(actor)
+        check_source(source)
         held = handle.bank.pair(key)
         known = {m.id for m in held.all()} if held is not None else set()
         if unknown := [e for e in episodes if e not in known]:
@@ -586,6 +606,8 @@ class MemoryPlugin:
             trigger=trigger,
             source_episodes=episodes,
             affect_relationship=affect_relationship,
+            actor=who,
+            source=source,
         )
 
     def memories(
@@ -970,6 +992,8 @@ class MemoryPlugin:
         self, key: str, name: str | None, room: str | None
     ) -> tuple[str, str | None, str | None]:
         key = check_text("key", key, MAX_KEY_CHARS)
+        if key == SELF:
+            raise InvalidArgumentError(f"key {SELF!r} is reserved: a memory's actor {SELF!r} is its NPC")
         self._population.free_stale_key(key)
         if key in self._state.registry.by_key:
             from npc_memory.errors import DuplicateKeyError

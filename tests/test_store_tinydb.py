@@ -157,7 +157,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreVersionError, match=f"schema version {SCHEMA_VERSION + 1}, newer"):
         store.load()
     store.write_meta(StoreMeta())
-    data = encode_document(npc("hilda")).data.replace(b'"v":2', b'"v":9')
+    data = encode_document(npc("hilda")).data.replace(f'"v":{SCHEMA_VERSION}'.encode(), b'"v":9')
     doc_path(store, "hilda").write_bytes(b'{"npcs":{"1":' + data + b"}}")
     with pytest.raises(StoreVersionError, match="schema version 9"):
         store.load()
@@ -193,7 +193,7 @@ def test_schema_1_documents_are_migrated_with_threshold_state(tmp_path: Path) ->
     reopened = TinyDBStore(tmp_path / "v.db")
     reopened.checkpoint()  # what the writer does in its idle time, or 'npc-memory repair'
     reopened.close()
-    assert b'"v":2' in doc_path(store, "hilda").read_bytes()  # rewritten in the current schema
+    assert f'"v":{SCHEMA_VERSION}'.encode() in doc_path(store, "hilda").read_bytes()  # rewritten in the current schema
 
 
 def test_relationship_default_thresholds_match_migration(tmp_path: Path) -> None:

@@ -157,7 +157,7 @@ def test_tools_refuse_a_store_in_use(world_db: Path) -> None:
 
 def test_inspect(world_db: Path) -> None:
     summary = inspect_store(world_db)
-    assert "world 'w', pack 'village', schema 2, game time 3600 s" in summary
+    assert f"world 'w', pack 'village', schema {SCHEMA_VERSION}, game time 3600 s" in summary
     assert "2 NPCs, 2 players" in summary and "hilda" in summary
     detail = inspect_store(world_db, npc="hilda")
     assert "alice: stranger, trust 0.6" in detail and "[(world)] m2 episodic: The river flooded" in detail

@@ -10,6 +10,7 @@ from npc_memory.components.identity import (
 )
 from npc_memory.components.knowledge import (
     FACT_CATEGORIES,
+    FACT_SOURCE_OF,
     Fact,
     FactCategory,
     FactSource,
@@ -18,13 +19,17 @@ from npc_memory.components.knowledge import (
 )
 from npc_memory.components.memory import (
     MEMORY_KINDS,
+    MEMORY_SOURCES,
+    OWN_DEEDS,
     SCOPES,
+    SELF,
     VALENCES,
     EpisodicMemory,
     Memory,
     MemoryBank,
     MemoryKind,
     MemoryRecord,
+    MemorySource,
     PairMemories,
     ProceduralMemory,
     SafetyFlag,
@@ -46,8 +51,12 @@ from npc_memory.components.working import ConversationSummary, PendingConversati
 __all__ = [
     "DIMENSIONS",
     "FACT_CATEGORIES",
+    "FACT_SOURCE_OF",
     "MEMORY_KINDS",
+    "MEMORY_SOURCES",
+    "OWN_DEEDS",
     "SCOPES",
+    "SELF",
     "VALENCES",
     "ConversationSummary",
     "Dimension",
@@ -65,6 +74,7 @@ __all__ = [
     "MemoryBank",
     "MemoryKind",
     "MemoryRecord",
+    "MemorySource",
     "NpcHandle",
     "NpcTraits",
     "PairMemories",

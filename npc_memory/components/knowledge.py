@@ -7,10 +7,22 @@ from typing import Literal
 import msgspec
 
 from npc_memory.components.bounds import Count, Serial, Unit
-from npc_memory.components.memory import Scope
+from npc_memory.components.memory import MemorySource, Scope
 
 FactCategory = Literal["player_trait", "world_event", "location", "npc_gossip", "faction_intel"]
 FactSource = Literal["observation", "conversation", "gossip", "authored"]
+
+FACT_SOURCE_OF: dict[MemorySource, FactSource] = {
+    "witnessed": "observation",
+    "said": "conversation",
+    "claimed": "conversation",
+    "heard": "gossip",
+    "authored": "authored",
+}
+"""How a memory's source reads as a fact's (:data:`FactSource`): what the NPC saw is an
+observation, what it was told or claimed to it a conversation, hearsay gossip, and the
+game's own word authored."""
+
 FACT_CATEGORIES: tuple[FactCategory, ...] = (
     "player_trait",
     "world_event",

@@ -16,10 +16,25 @@ MemoryKind = Literal["episodic", "semantic", "procedural"]
 Valence = Literal["positive", "neutral", "negative"]
 Scope = Literal["session", "player", "social", "profile", "anon"]
 SafetyFlag = Literal["clean", "suspect", "redacted"]
+MemorySource = Literal["witnessed", "said", "claimed", "heard", "authored"]
+"""How the NPC knows what a memory records: ``witnessed`` (seen, or done to or with the
+NPC in a conversation), ``said`` (what was said, in the speaker's words), ``claimed``
+(someone's own account of a deed the NPC did not see), ``heard`` (hearsay and gossip)
+or ``authored`` (the game's own ``remember``)."""
 
 MEMORY_KINDS: tuple[MemoryKind, ...] = ("episodic", "semantic", "procedural")
 VALENCES: tuple[Valence, ...] = ("positive", "neutral", "negative")
 SCOPES: tuple[Scope, ...] = ("session", "player", "social", "profile", "anon")
+MEMORY_SOURCES: tuple[MemorySource, ...] = ("witnessed", "said", "claimed", "heard", "authored")
+
+SELF = "self"
+"""``actor`` of a memory that records the NPC's own deed or words (no entity may have
+this key)."""
+
+OWN_DEEDS: frozenset[MemorySource] = frozenset(("witnessed", "said", "authored"))
+"""The sources that count as what a player really did or said: what the query API and
+the relationship rules count by default (claims and hearsay only when asked)."""
+
 
 
 class TriggerContext(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
@@ -42,6 +57,11 @@ class MemoryRecord(
     limits still apply). ``game`` is the id of the game the memory was made in
     (``None``: made before games had ids). A copy made by ``clone`` names the NPC it
     came from (``cloned_from``) and when (``cloned_at``, game seconds).
+
+    ``actor`` is whose deed or words the memory records: a player's key, :data:`SELF`
+    (the NPC that holds it), another NPC's key, or ``None`` when unknown. ``source`` is
+    how the NPC knows it (:data:`MemorySource`). Only a player's own deeds and words of
+    the :data:`OWN_DEEDS` sources count for or against them by default.
     """
 
     id: str
@@ -62,6 +82,13 @@ class MemoryRecord(
     game: str | None = None
     cloned_from: str | None = None
     cloned_at: float | None = None
+    actor: str | None = None
+    source: MemorySource = "authored"
+
+    def counts_for(self, player: str, include: frozenset[MemorySource] = frozenset()) -> bool:
+        """Whether this memory is ``player``'s own deed or words of a counted source:
+        one of :data:`OWN_DEEDS`, or of ``include`` (``"claimed"``, ``"heard"``)."""
+        return self.actor == player and (self.source in OWN_DEEDS or self.source in include)
 
 
 class EpisodicMemory(MemoryRecord, frozen=True, gc=False, tag="episodic"):

@@ -8,7 +8,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from npc_memory.clock import MAX_GAME_TIME
-from npc_memory.components import SCOPES, PlayerHandle, Scope, TriggerContext
+from npc_memory.components import (
+    MEMORY_SOURCES,
+    SCOPES,
+    MemorySource,
+    PlayerHandle,
+    Scope,
+    TriggerContext,
+)
 from npc_memory.components.knowledge import FACT_CATEGORIES
 from npc_memory.content.schema import (
     GAME_ONLY_TAGS,
@@ -29,6 +36,7 @@ __all__ = [
     "check_category",
     "check_flag",
     "check_game_seconds",
+    "check_include",
     "check_int",
     "check_key_or_none",
     "check_keys",
@@ -36,6 +44,7 @@ __all__ = [
     "check_query",
     "check_room",
     "check_scope",
+    "check_source",
     "check_tags",
     "check_text",
     "check_trigger",
@@ -190,3 +199,29 @@ def check_scope(scope: Scope | None, player: PlayerHandle | None) -> Scope:
     if scope is None:
         return "player" if player.profile.consent else "session"
     return scope
+
+
+COUNTABLE_EXTRAS: tuple[MemorySource, ...] = ("claimed", "heard")
+"""The sources a query may ask to count beside a player's own deeds and words."""
+
+
+def check_include(include: Iterable[MemorySource]) -> frozenset[MemorySource]:
+    """``include`` of a memory query or rule: any of ``"claimed"`` and ``"heard"``."""
+    if isinstance(include, str):
+        raise InvalidArgumentError(f"include must be a list of sources, got the string {include!r}")
+    try:
+        wanted = frozenset(include)
+    except TypeError:
+        raise InvalidArgumentError(f"include must be a list of sources, got {include!r}") from None
+    if unknown := sorted(map(repr, wanted.difference(COUNTABLE_EXTRAS))):
+        raise InvalidArgumentError(
+            f"include takes {' and '.join(map(repr, COUNTABLE_EXTRAS))}, got {', '.join(unknown)}"
+        )
+    return wanted
+
+
+def check_source(source: MemorySource) -> MemorySource:
+    """A memory's ``source``: one of :data:`~npc_memory.components.MEMORY_SOURCES`."""
+    if source not in MEMORY_SOURCES:
+        raise InvalidArgumentError(f"source must be one of {', '.join(MEMORY_SOURCES)}, got {source!r}")
+    return source

@@ -16,7 +16,9 @@ import msgspec
 
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import (
+    SELF,
     ConversationSummary,
+    MemorySource,
     NpcHandle,
     PendingConversation,
     PlayerHandle,
@@ -194,7 +196,7 @@ class ConversationService:
             with contextlib.suppress(MemoryCapacityError, PrivacyError):
                 self.memories.remember(
                     npc, player_key, said(turn), importance=0.1, scope=self._scope(player),
-                    source_conversation=job.conversation,
+                    source_conversation=job.conversation, actor=_speaker(job, turn.speaker), source="said",
                 )
         status: Literal["queued", "extracted", "dropped"] = "queued"
         if not turns:
@@ -389,6 +391,8 @@ class ConversationService:
                 scope=applying.scope,
                 source_conversation=job.conversation,
                 reinforce_same=True,
+                actor=job.player if extracted.actor == "player" else SELF,
+                source=_source(extracted),
             )
         except (MemoryCapacityError, PrivacyError):
             return
@@ -569,3 +573,20 @@ def _pending(job: ExtractionJob) -> PendingConversation:
 def _job(npc: str, pending: PendingConversation) -> ExtractionJob:
     """The extraction job of a conversation ``npc``'s working memory holds as pending."""
     return ExtractionJob(npc=npc, **msgspec.structs.asdict(pending))
+
+
+def _speaker(job: ExtractionJob, speaker: str) -> str | None:
+    """The ``actor`` of a line ``speaker`` said in ``job``: the NPC (:data:`SELF`), the
+    player (their key), or ``None`` for anyone else."""
+    if speaker in (job.npc_name, job.npc):
+        return SELF
+    return job.player if speaker in (job.player_name, job.player) else None
+
+
+def _source(extracted: ExtractedMemory) -> MemorySource:
+    """How the NPC knows what ``extracted`` records: the NPC's own words are ``said``, the
+    player's account of a deed the NPC did not see ``claimed``, the rest ``witnessed``
+    (done in the conversation)."""
+    if extracted.actor != "player":
+        return "said"
+    return "claimed" if extracted.claim else "witnessed"

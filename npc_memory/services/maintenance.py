@@ -258,6 +258,8 @@ class MaintenanceService:
             return  # forgotten or evicted while the summary was being written
         importance = max(m.importance for m in episodes)
         scope = episodes[0].scope
+        actor = Counter(m.actor for m in episodes).most_common(1)[0][0]
+        source = Counter(m.source for m in episodes).most_common(1)[0][0]
         try:
             self.memories.remember(
                 handle,
@@ -270,6 +272,8 @@ class MaintenanceService:
                 valence=Counter(m.valence for m in episodes).most_common(1)[0][0],
                 source_episodes=tuple(m.id for m in episodes),
                 scope=scope,
+                actor=actor,
+                source=source,
             )
         except (MemoryCapacityError, PrivacyError):
             return  # nothing stored: the episodes stay for a later cycle
@@ -286,6 +290,8 @@ class MaintenanceService:
                     importance=importance,
                     trigger=TriggerContext(time_of_day=cluster.habit_time),
                     scope=scope,
+                    actor=actor,
+                    source=source,
                 )
         consolidated = {m.id for m in episodes if not m.locked}
         pair.episodic[:] = [m for m in pair.episodic if m.id not in consolidated]

@@ -12,6 +12,7 @@ from npc_memory.components import (
     EpisodicMemory,
     Memory,
     MemoryKind,
+    MemorySource,
     NpcHandle,
     PairMemories,
     ProceduralMemory,
@@ -63,13 +64,17 @@ class MemoryService:
         source_episodes: tuple[str, ...] = (),
         affect_relationship: bool = False,
         reinforce_same: bool = False,
+        actor: str | None,
+        source: MemorySource,
     ) -> Memory:
         """Store a memory of ``npc`` about ``player`` (``None``: the world) within the
         pair's caps, or reinforce the same habit; see ``MemoryPlugin.remember``. With
         ``reinforce_same`` (memories drawn from conversations) a memory that says what one
         already held says reinforces it instead of adding a copy: any such fact, and an
         episode told again the same game day (told on another day it happened again, and
-        repeated episodes are what consolidation turns into knowledge and habits)."""
+        repeated episodes are what consolidation turns into knowledge and habits).
+        ``actor`` and ``source`` say whose deed it records and how the NPC knows it;
+        only ``player``'s own deeds of a counted source move the relationship."""
         screened = self.safety.check(content, "remember", npc.identity.key)
         if screened.flagged or is_marked(content):  # kept as a quoted utterance: its claims move nothing
             content = content if is_marked(content) else marked(screened)
@@ -97,6 +102,8 @@ class MemoryService:
             "room": npc.location.room if room is None else room,
             "source_conversation": source_conversation,
             "game": self.state.game,
+            "actor": actor,
+            "source": source,
         }
         memory: Memory
         if kind == "episodic":
@@ -140,7 +147,7 @@ class MemoryService:
         self.state.mark(npc.identity.key, Part.BANK)
         if key is not None and habit is None and held is None:
             self._check_milestone(npc, key, len(pair))
-        if affect_relationship and key is not None:
+        if affect_relationship and key is not None and memory.counts_for(key):
             deltas = rel_rules.memory_deltas(
                 tags, importance, intensity, valence, self.state.pack.relationships
             )
@@ -197,7 +204,7 @@ class MemoryService:
 def same_memory(pair: PairMemories, memory: Memory, day: int) -> Memory | None:
     """The semantic memory of ``pair``, or the episodic one from game day ``day``, that
     says what ``memory`` says (same kind, content equal but for case and spacing, same
-    tags, same scope), if any."""
+    tags, scope, actor and source), if any."""
     if isinstance(memory, ProceduralMemory):
         return None
     episodic = isinstance(memory, EpisodicMemory)
@@ -209,6 +216,8 @@ def same_memory(pair: PairMemories, memory: Memory, day: int) -> Memory | None:
         if (
             held.tags == memory.tags
             and held.scope == memory.scope
+            and held.actor == memory.actor
+            and held.source == memory.source
             and len(held.content) == len(memory.content)
             and " ".join(held.content.split()).casefold() == folded
         ):
@@ -220,7 +229,7 @@ def same_habit(pair: PairMemories, memory: ProceduralMemory) -> ProceduralMemory
     """The habit ``memory`` reinforces: same trigger and first tag (or same pattern,
     untagged), if the pair holds one."""
     for held in pair.procedural:
-        if held.trigger != memory.trigger:
+        if held.trigger != memory.trigger or held.actor != memory.actor:
             continue
         same_tag = bool(memory.tags) and held.tags[:1] == memory.tags[:1]
         if same_tag or (not memory.tags and held.pattern == memory.pattern):

@@ -33,13 +33,14 @@ import os
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
 
 from npc_memory.components import (
     MEMORY_KINDS,
+    SELF,
     Fact,
     Memory,
     NpcHandle,
@@ -982,6 +983,8 @@ class PrivacyService:
             locked=memory.locked,
             scope=memory.scope,
             room=memory.room,
+            actor=source if memory.actor == SELF else memory.actor,  # the source NPC's own deed
+            source=memory.source,
         )
         marked = msgspec.structs.replace(copy, cloned_from=source, cloned_at=now)
         records: list[Memory] = getattr(target.bank.world, kind_of(copy))
@@ -1109,6 +1112,7 @@ def _withdraw_components(
                     game=game,
                     content=privacy_rules.redact(pattern, memory.content),
                     source_conversation=None,
+                    actor=None if memory.actor == key else memory.actor,  # a fragment names no one
                 )
                 getattr(npc.bank.world, kind_of(fragment)).append(fragment)
     facts = npc.knowledge.facts
@@ -1158,6 +1162,7 @@ def _end_game_components(
         if player is not None and not len(pair):
             del npc.bank.players[player]
             npc.bank.milestones.pop(player, None)
+        changed |= _clear_actors(pair, ending.anonymous)  # an anonymous participant ends with the game
     facts = npc.knowledge.facts
     kept = [f for f in facts if not ending.ends(privacy_rules.fact_scope(f), f.game)]
     ending.origins.update(f.origin for f in facts if ending.ends(privacy_rules.fact_scope(f), f.game))
@@ -1189,6 +1194,22 @@ def _end_game_components(
             _summarise(npc, rules.compact_template.format(tag=tag, people=len(people)), tag, ending)
             counts["compacted"] += 1
             changed = True
+    return changed
+
+
+def _clear_actors(pair: PairMemories, gone: Iterable[str]) -> bool:
+    """Make the memories of ``pair`` whose actor is one of ``gone`` by no one known
+    (``actor=None``); whether any were."""
+    gone = frozenset(gone)
+    if not gone:
+        return False
+    changed = False
+    for kind in MEMORY_KINDS:
+        records: list[Memory] = getattr(pair, kind)
+        for index, memory in enumerate(records):
+            if memory.actor in gone:
+                records[index] = msgspec.structs.replace(memory, actor=None)
+                changed = True
     return changed
 
 

@@ -3,7 +3,7 @@ or, for reads, ones the store holds that are not in the live world."""
 
 from __future__ import annotations
 
-from npc_memory.components import NpcHandle, PlayerHandle
+from npc_memory.components import SELF, NpcHandle, PlayerHandle
 from npc_memory.errors import UnknownEntityError
 from npc_memory.rules.validation import MAX_KEY_CHARS, check_text
 from npc_memory.services.persistence import handle_of
@@ -49,6 +49,24 @@ class Resolver:
         if isinstance(subject, str) and subject not in self.state.registry.by_key:
             return check_text("subject", subject, MAX_KEY_CHARS)  # a stored or absent player, or a name
         return self.state.registry.handle(subject).identity.key
+
+    def actor(self, ref: Ref | None) -> str | None:
+        """The ``actor`` of a memory ``ref`` names: :data:`SELF` (the NPC holding it),
+        ``None`` (unknown), or the key of an NPC or player, live or stored."""
+        if ref is None or ref == SELF:
+            return ref
+        if isinstance(ref, str) and ref not in self.state.registry.by_key:
+            if ref in self.state.stored:
+                return ref
+            raise UnknownEntityError(
+                f"actor must be 'self', None, or a known NPC or player (entity or key), got {ref!r}"
+            )
+        try:
+            return self.state.registry.handle(ref).identity.key
+        except UnknownEntityError:
+            raise UnknownEntityError(
+                f"actor must be 'self', None, or a known NPC or player (entity or key), got {ref!r}"
+            ) from None
 
     def _stored(self, ref: Ref) -> NpcHandle | PlayerHandle | None:
         if not isinstance(ref, str) or ref in self.state.registry.by_key:

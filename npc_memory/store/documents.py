@@ -25,14 +25,17 @@ from npc_memory.components import (
 )
 from npc_memory.extraction.model import ExtractionJob
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Current schema version of documents and store metadata.
 
 History: 1 — relationships had no record of which thresholds stood crossed;
 2 — ``Relationship.active_thresholds`` (threshold events fire once per crossing, also
-across restarts). Fields added since with defaults need no migration: a document
-written before them reads with the default (memories' and facts' ``game`` is then
-``None``, a fact's ``scope`` ``None``: see :func:`npc_memory.rules.privacy.fact_scope`).
+across restarts); 3 — every memory records its ``actor`` and ``source`` (who did it,
+and how the NPC knows: :func:`npc_memory.store.migrations.actor_and_source` says what
+older memories become, in documents, exports and a TinyDB journal alike). Fields
+added since with defaults need no migration: a document written before them reads
+with the default (memories' and facts' ``game`` is then ``None``, a fact's ``scope``
+``None``: see :func:`npc_memory.rules.privacy.fact_scope`).
 """
 
 

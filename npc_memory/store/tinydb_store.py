@@ -80,7 +80,7 @@ from npc_memory.store.files import (
     write_atomic,
 )
 from npc_memory.store.journal import Journal
-from npc_memory.store.migrations import MigrationContext, migrate_document
+from npc_memory.store.migrations import OLDEST_JOURNAL, MigrationContext, migrate_document, migrate_record
 from npc_memory.store.records import (
     Delete,
     DeleteHead,
@@ -350,6 +350,7 @@ class TinyDBStore:
         self._unfolded = self._journal.bytes_on_disk()
         self._leftover = bool(self._journal.segments())  # an earlier session's journal
         self._segment_keys: dict[int, set[str]] = {}  # keys each known segment changes
+        self._segment_versions: dict[int, int] = {}  # schema of each segment read, if older
         self._versions: dict[str, int] = {}
 
     def __repr__(self) -> str:
@@ -625,6 +626,7 @@ class TinyDBStore:
         self._journal.directory.mkdir(exist_ok=True)
         self._fold = self._scan = None
         self._segment_keys.clear()
+        self._segment_versions.clear()
         self._unfolded = 0
         self._leftover = False
         try:
@@ -1022,7 +1024,7 @@ class TinyDBStore:
         if last_whole < 0:
             document, lsn, patches = self._read_document(path), shard_lsn, entries
         else:
-            put = record_decoder.decode(self._payload(entries[last_whole]))
+            put = self._decode_record(entries[last_whole].segment, self._payload(entries[last_whole]))
             assert isinstance(put, Put)
             patches = entries[last_whole + 1 :]
             if not patches:
@@ -1030,7 +1032,7 @@ class TinyDBStore:
             document, lsn = document_decoder.decode(put.data), put.lsn
         for entry in patches:
             pause()
-            patch = record_decoder.decode(self._payload(entry))
+            patch = self._decode_record(entry.segment, self._payload(entry))
             assert isinstance(patch, NpcPatch)
             problem = _misfit(document, patch, lsn)
             if problem is None:
@@ -1063,6 +1065,7 @@ class TinyDBStore:
         self._journal.remove(fold.segments)
         for number in fold.segments:
             self._segment_keys.pop(number, None)
+            self._segment_versions.pop(number, None)
 
     def _payload(self, entry: _Entry) -> bytes:
         return self._journal.read_record(entry.segment, entry.offset, entry.length)
@@ -1116,6 +1119,8 @@ class TinyDBStore:
                     if not isinstance(head, SegmentHead):
                         raise StoreCorruptError(str(path), "journal segment without a header")
                     self._check_segment_version(path, head.schema_version)
+                    if head.schema_version < SCHEMA_VERSION:
+                        self._segment_versions[number] = head.schema_version
                     first = False
                     continue
                 yield number, offset, head, payload
@@ -1126,11 +1131,26 @@ class TinyDBStore:
                 f"{path} has schema version {version}, newer than this npc-memory "
                 f"understands ({SCHEMA_VERSION})"
             )
-        if version < SCHEMA_VERSION:
+        if version < OLDEST_JOURNAL:
             raise StoreVersionError(
                 f"{path} was written with schema version {version}; open the store with the npc-memory "
                 f"that wrote it and run 'npc-memory repair' to fold its journal, then upgrade"
             )
+
+    def _decode_record(self, segment: int, payload: bytes | memoryview) -> Record:
+        """A record of journal ``segment``, migrated to the current schema if the
+        segment was written with an older one (see :func:`migrate_record`)."""
+        version = self._segment_versions.get(segment)
+        if version is None:
+            return record_decoder.decode(payload)
+        raw = msgspec.msgpack.decode(payload)
+        if not isinstance(raw, dict):
+            raise msgspec.ValidationError(f"expected a record, got {type(raw).__name__}")
+        try:
+            migrated = migrate_record(raw, version, self.migration)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise msgspec.ValidationError(f"cannot migrate from schema {version}: {exc}") from exc
+        return cast(Record, msgspec.convert(migrated, type=Record))
 
     def _replay(
         self, documents: dict[str, Document], lsns: dict[str, int], meta: StoreMeta | None, meta_lsn: int
@@ -1152,7 +1172,7 @@ class TinyDBStore:
                 continue  # already in the document file
             source = str(self._journal.path(number))
             try:
-                record = record_decoder.decode(payload)
+                record = self._decode_record(number, payload)
                 if isinstance(record, Put):
                     documents[key] = document_decoder.decode(record.data)
                 elif isinstance(record, Delete):
