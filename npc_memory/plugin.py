@@ -192,7 +192,7 @@ class MemoryPlugin:
         self._safety = SafetyService(state, self._persistence.audit)
         self._health = HealthService(state, self._persistence, pipeline, self._safety.stats)
         self._memories = MemoryService(state, self._relationships, self._safety)
-        self._knowledge = KnowledgeService(state, self._relationships, self._safety)
+        self._knowledge = KnowledgeService(state, self._relationships, self._safety, self._memories)
         self._conversations = ConversationService(
             state, pipeline, self._memories, self._knowledge, self._relationships
         )
@@ -518,6 +518,7 @@ class MemoryPlugin:
         affect_relationship: bool = False,
         actor: Ref | _Default | None = _Default.PLAYER,
         source: MemorySource = "authored",
+        teller: Ref | None = None,
     ) -> Memory:
         """Store a memory of ``npc`` about ``player`` (``None``: about the world).
 
@@ -525,9 +526,10 @@ class MemoryPlugin:
         ``None``, for a world memory); ``"self"`` for the NPC's own; another NPC or
         player (entity or key, live or stored); ``None`` when unknown. ``source`` is how
         the NPC knows it: ``"authored"`` (default: the game says so), ``"witnessed"``,
-        ``"said"``, ``"claimed"`` or ``"heard"``. Only the player's own deeds and words
-        count in :attr:`query` by default and move the relationship with
-        ``affect_relationship`` (claims and hearsay only where asked for).
+        ``"said"``, ``"claimed"`` or ``"heard"``; ``teller``, who told it (as ``actor``).
+        Only the player's own deeds and words count in :attr:`query` by default and
+        move the relationship with ``affect_relationship`` (claims and hearsay only
+        where asked for).
 
         Ranges: ``importance``, ``confidence``, ``intensity`` in [0, 1]. ``scope``
         defaults to the narrowest that fits: ``anon`` for an anonymous player,
@@ -583,6 +585,7 @@ class MemoryPlugin:
             raise InvalidArgumentError("source_episodes apply to semantic memories only")
         key = None if target is None else target.identity.key
         who = key if actor is _Default.PLAYER else self._resolve.actor(actor)
+        told_by = self._resolve.actor(teller, "teller")
         check_source(source)
         held = handle.bank.pair(key)
         known = {m.id for m in held.all()} if held is not None else set()
@@ -608,6 +611,7 @@ class MemoryPlugin:
             affect_relationship=affect_relationship,
             actor=who,
             source=source,
+            teller=told_by,
         )
 
     def memories(
@@ -631,7 +635,10 @@ class MemoryPlugin:
 
     def say(self, npc: Ref, player: Ref, speaker: str, text: str) -> None:
         """Append a line to the open conversation between ``npc`` and ``player``
-        (opened by the first line). ``speaker`` is who said it (a display name). Open
+        (opened by the first line). ``speaker`` is who said it: the name, key or first
+        name of the NPC or of the player (a first name is kept as their name), or the
+        name or key of another known NPC or player (anything else raises
+        :class:`UnknownEntityError` and nothing is recorded). Open
         conversations are part of the NPC's WorkingMemory, saved and restored with it.
         The line is screened first (see :attr:`safety`): personal data is redacted, and a
         line that tries to instruct a model is kept quoted and never extracted, or dropped."""
@@ -639,7 +646,11 @@ class MemoryPlugin:
         line = Turn(
             check_text("speaker", speaker, MAX_KEY_CHARS), check_text("text", text, self.limits.content_chars)
         )
-        self._conversations.say(self._resolve.npc(npc), self._resolve.player(player), line, MAX_TURNS)
+        npc_handle, player_handle = self._resolve.npc(npc), self._resolve.player(player)
+        speaker = self._resolve.speaker(line.speaker, npc_handle, player_handle)
+        if speaker != line.speaker:
+            line = Turn(speaker, line.text)
+        self._conversations.say(npc_handle, player_handle, line, MAX_TURNS)
 
     @_delivers
     def end_conversation(self, npc: Ref, player: Ref) -> ConversationEnded | None:

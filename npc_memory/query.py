@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from npc_memory.clock import SECONDS_PER_DAY
-from npc_memory.components import DIMENSIONS, Fact, Memory, Stage
+from npc_memory.components import DIMENSIONS, Fact, Memory, MemorySource, Stage
 from npc_memory.components.relationship import Dimension, Relationship
 from npc_memory.errors import InvalidArgumentError, UnknownEntityError
-from npc_memory.rules.validation import MAX_KEY_CHARS, check_tags, check_text, check_unit
+from npc_memory.rules.validation import MAX_KEY_CHARS, check_include, check_tags, check_text, check_unit
 from npc_memory.services import KnowledgeService, RelationshipService, Resolver
 from npc_memory.state import Ref
 
@@ -62,21 +62,34 @@ class MemoryQuery:
         """Whether ``npc`` has interacted with ``player`` at least once."""
         return self._relationship(npc, player).has_met
 
-    def count_memories_by_tag(self, npc: Ref, player: Ref | None, tag: str) -> int:
-        """How many memories ``npc`` holds about ``player`` (``None``: the world) tagged ``tag``."""
+    def count_memories_by_tag(
+        self, npc: Ref, player: Ref | None, tag: str, *, include: Iterable[MemorySource] = ()
+    ) -> int:
+        """How many memories ``npc`` holds about ``player`` tagged ``tag`` that are the
+        player's own deeds and words (witnessed, said, or authored by the game): never the
+        NPC's own stories nor a third party's deeds; the player's claims and hearsay about
+        them too when ``include`` names ``"claimed"`` or ``"heard"``. About the world
+        (``player=None``), every memory."""
         tag = check_text("tag", tag, self._relationships.state.pack.limits.tag_chars).lower()
-        return sum(1 for m in self._memories(npc, player) if tag in m.tags)
+        return sum(1 for m in self._counted(npc, player, include) if tag in m.tags)
 
     def has_memory_matching(
-        self, npc: Ref, player: Ref | None, tags: Iterable[str], min_importance: float = 0.0
+        self,
+        npc: Ref,
+        player: Ref | None,
+        tags: Iterable[str],
+        min_importance: float = 0.0,
+        *,
+        include: Iterable[MemorySource] = (),
     ) -> bool:
         """Whether ``npc`` holds a memory about ``player`` carrying every tag in
-        ``tags`` with importance ≥ ``min_importance``."""
+        ``tags`` with importance ≥ ``min_importance``, counted as by
+        :meth:`count_memories_by_tag` (``include``: ``"claimed"``, ``"heard"``)."""
         wanted = set(check_tags(tags, self._relationships.state.pack.limits))
         check_unit("min_importance", min_importance)
         return any(
             m.importance >= min_importance and wanted.issubset(m.tags)
-            for m in self._memories(npc, player)
+            for m in self._counted(npc, player, include)
         )
 
     def knows(self, npc: Ref, tag: str) -> bool:
@@ -118,6 +131,17 @@ class MemoryQuery:
         handle = self._resolve.npc(npc, stored=True)
         target = self._resolve.player(player, stored=True)
         return self._relationships.peek(handle, target.identity.key, target.faction.faction)
+
+    def _counted(self, npc: Ref, player: Ref | None, include: Iterable[MemorySource]) -> list[Memory]:
+        """What ``npc`` holds about the world (``player=None``), or the player's own deeds
+        and words (with ``include``'s sources) wherever they are filed."""
+        extra = check_include(include)
+        if player is None:
+            return self._memories(npc, None)
+        handle = self._resolve.npc(npc, stored=True)
+        key = self._resolve.player(player, stored=True).identity.key
+        pairs = (handle.bank.world, *handle.bank.players.values())
+        return [m for pair in pairs for m in pair.all() if m.counts_for(key, extra)]
 
     def _memories(self, npc: Ref, player: Ref | None) -> list[Memory]:
         handle = self._resolve.npc(npc, stored=True)

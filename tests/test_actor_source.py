@@ -205,16 +205,27 @@ def test_a_clones_self_is_the_npc_it_was_copied_from(plugin: npc_memory.MemoryPl
     assert all(m.cloned_from == "hilda" for m in copies.values())
 
 
-def test_the_end_of_a_game_leaves_no_anonymous_participant_as_an_actor() -> None:
+def test_the_end_of_a_game_leaves_no_anonymous_participant_as_an_actor_or_teller() -> None:
     plugin = village("actor-end")
     plugin.add_npc(key="hilda", name="Hilda")
     plugin.add_player(key="alice", name="Alice", consent=True)
     plugin.add_player(key="anon1", name="Stranger", anonymous=True)
     try:
         plugin.remember("hilda", "alice", "Somebody cheered Alice on", actor="anon1", source="witnessed")
+        plugin.remember("hilda", "alice", "Alice cheats at dice", source="heard", teller="anon1")
         plugin.end_game()
         held = plugin.memories("hilda", "alice")
-        assert [(m.content, m.actor) for m in held] == [("Somebody cheered Alice on", None)]
+        assert sorted((m.content, m.actor, m.teller) for m in held) == [
+            ("Alice cheats at dice", "alice", None), ("Somebody cheered Alice on", None, None)
+        ]
         assert all(isinstance(m, EpisodicMemory) for m in held)
     finally:
         npc_memory.uninstall("actor-end")
+
+
+def test_forgetting_a_player_takes_what_they_told_too(plugin: npc_memory.MemoryPlugin) -> None:
+    plugin.remember("hilda", None, "The mill burned down", source="heard", teller="bram")
+    plugin.remember("hilda", None, "The well ran dry", source="heard", teller="tom")
+    plugin.forget_player("bram")
+    assert [m.content for m in plugin.memories("hilda")] == ["The well ran dry"]
+

@@ -71,7 +71,7 @@ def test_world_memories_and_knowledge_have_their_own_headings(plugin: npc_memory
     context = plugin.context("hilda", "alice", "Where can I find water? Is the well dry?", max_tokens=800)
     memories = context.sections["memories"]
     about, _, world = memories.partition("What you remember of the world around you:")
-    assert "What you remember of Alice:" in about and "Alice asked where" in about
+    assert "What you saw of Alice:" in about and "Alice asked where" in about
     assert "The well is dry" in world and "The well is dry" not in about
     assert "What you know of the world:\n- «The bandit chief" in context.sections["knowledge"]
 

@@ -176,7 +176,8 @@ def test_end_game_purges_session_and_anon_items_and_keeps_consented_ones(backend
     assert kept.game == session.game == "game-1"
     report = plugin.end_game(actor="game-server")
     assert report.game == "game-1"
-    assert report.counts["memories"] == 3 and report.counts["facts"] == 1 and report.counts["relationships"] == 1
+    # Walker's two session memories (what he asked, and the coin Hilda saw him drop), the stranger's
+    assert report.counts["memories"] == 4 and report.counts["facts"] == 1 and report.counts["relationships"] == 1
     npc_memory.uninstall("w")
     plugin = npc_memory.install(world="w", store=backend.store(), seed=3, game_id="game-2")
     plugin.add_npc(key="hilda", archetype="blacksmith")
@@ -186,7 +187,7 @@ def test_end_game_purges_session_and_anon_items_and_keeps_consented_ones(backend
     assert all(f.subject != "walker" for f in plugin.facts("hilda", include_disbelieved=True))
     assert "anon-7" not in plugin.npc("hilda").relationships.by_player
     [entry] = [e for e in plugin.store.audit() if e.action == "end-game"]
-    assert (entry.target, entry.actor, entry.counts["memories"]) == ("game-1", "game-server", 3)
+    assert (entry.target, entry.actor, entry.counts["memories"]) == ("game-1", "game-server", 4)
 
 
 def test_end_game_of_another_game_leaves_the_current_one_alone(backend: Backend) -> None:

@@ -60,8 +60,9 @@ class MemoryRecord(
 
     ``actor`` is whose deed or words the memory records: a player's key, :data:`SELF`
     (the NPC that holds it), another NPC's key, or ``None`` when unknown. ``source`` is
-    how the NPC knows it (:data:`MemorySource`). Only a player's own deeds and words of
-    the :data:`OWN_DEEDS` sources count for or against them by default.
+    how the NPC knows it (:data:`MemorySource`); ``teller`` who told it, for what was
+    heard or claimed (a key, :data:`SELF` or ``None``). Only a player's own deeds and
+    words of the :data:`OWN_DEEDS` sources count for or against them by default.
     """
 
     id: str
@@ -84,6 +85,7 @@ class MemoryRecord(
     cloned_at: float | None = None
     actor: str | None = None
     source: MemorySource = "authored"
+    teller: str | None = None
 
     def counts_for(self, player: str, include: frozenset[MemorySource] = frozenset()) -> bool:
         """Whether this memory is ``player``'s own deed or words of a counted source:

@@ -32,7 +32,8 @@ class ContextRequest:
     and ``recall(query, k)``, the NPC's best ``k`` memories of the player (and of the
     world) for ``query`` (recalling strengthens them). ``candidates(query, k)`` ranks
     the same way without strengthening (None: ``recall`` is used), and
-    ``strengthen(memories)`` strengthens the ones a provider did show."""
+    ``strengthen(memories)`` strengthens the ones a provider did show; ``name_of(key)``
+    names who told the NPC what it heard."""
 
     npc: NpcHandle
     player: PlayerHandle
@@ -48,6 +49,8 @@ class ContextRequest:
     shown: dict[str, list[Memory]] = field(default_factory=dict)
     """Memories each provider showed in its latest rendering; strengthened once the
     context is built."""
+    name_of: Callable[[str], str] = lambda key: key
+    """The display name of an NPC or player by key (the key itself if unknown)."""
 
 
 class ContextProvider(Protocol):

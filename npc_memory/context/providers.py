@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 
 from npc_memory.clock import SECONDS_PER_DAY
-from npc_memory.components import Relationship, Stage
+from npc_memory.components import SELF, Memory, Relationship, Stage
 from npc_memory.components.knowledge import Fact
 from npc_memory.content.schema import MAX_RECALL_K, ContextWording
 from npc_memory.context.builder import ContextRequest, fit
@@ -95,8 +95,9 @@ class WorkingMemoryProvider:
 
 class MemoryProvider:
     """The memories most relevant to the player's message (recall: relevance × salience),
-    as many as fit: those about the player under one heading, the NPC's memories of the
-    world under another."""
+    as many as fit, each under what it is: what the NPC saw the player do (or the game
+    says they did), what the player told it, what the player claims, what it heard about
+    them and from whom, what it told them itself, and its memories of the world."""
 
     name = "memories"
     line_tokens = 12
@@ -111,21 +112,31 @@ class MemoryProvider:
         if not recalled:
             return fit([f"You have no specific memories of {who}."], budget)
         world = {id(m) for m in request.npc.bank.world.all()}
-        headers = (f"What you remember of {who}:", "What you remember of the world around you:")
-        groups: tuple[list[str], list[str]] = ([], [])
+        headers = (
+            f"What you saw of {who}:",
+            f"What {who} told you:",
+            f"What {who} claims (you did not see it):",
+            "What you heard, and from whom:",
+            f"What you told {who}:",
+            "What you remember of the world around you:",
+        )
+        groups: tuple[list[str], ...] = tuple([] for _ in headers)
         shown = request.shown[self.name]
         left_out = None
+        player = request.player.identity.key
         for memory in recalled:
-            group = groups[id(memory) in world]
-            group.append(f"- {quote(memory.content)} ({age(request.now, memory.created)})")
+            group = groups[_section(memory, player, id(memory) in world)]
+            group.append(f"- {quote(memory.content)} ({_provenance(memory, request)})")
             if estimate_tokens(_blocks(headers, groups)) > budget:
                 group.pop()  # too long: a shorter one further down may still fit
                 left_out = left_out or memory
                 continue
             shown.append(memory)
         if left_out is not None and shown:  # the best memory left out, cut to the room left
-            group = groups[id(left_out) in world]
-            room = 4 * (budget - estimate_tokens(_blocks(headers, groups))) - 8
+            group = groups[_section(left_out, player, id(left_out) in world)]
+            group.append("- «…»")  # what the line costs but its text (its section's header too)
+            room = 4 * (budget - estimate_tokens(_blocks(headers, groups)))
+            group.pop()
             if room >= 4 * self.line_tokens:
                 group.append(f"- {quote(left_out.content[:room] + '…')}")
                 if estimate_tokens(_blocks(headers, groups)) <= budget:
@@ -133,6 +144,31 @@ class MemoryProvider:
                 else:
                     group.pop()
         return _blocks(headers, groups) or None
+
+
+def _section(memory: Memory, player: str, about_world: bool) -> int:
+    """Which section of :class:`MemoryProvider` a memory goes under (an index of its
+    headers): a memory of the world by source heard or not; of the player, by source,
+    the NPC's own words apart."""
+    if memory.source == "heard":
+        return 3
+    if about_world:
+        return 5
+    if memory.actor == SELF:
+        return 4
+    if memory.source == "claimed":
+        return 2
+    if memory.source == "said":
+        return 1 if memory.actor == player else 4
+    return 0 if memory.actor in (player, None) else 3
+
+
+def _provenance(memory: Memory, request: ContextRequest) -> str:
+    """When the NPC came by ``memory``, and from whom for what it heard."""
+    when = age(request.now, memory.created)
+    if memory.source == "heard" and memory.teller is not None and memory.teller != SELF:
+        return f"{when}, from {request.name_of(memory.teller)}"
+    return when
 
 
 def _blocks(headers: tuple[str, ...], groups: tuple[list[str], ...]) -> str:
@@ -151,9 +187,10 @@ def hearsay(content: str, sure: bool) -> str:
 
 
 class KnowledgeProvider:
-    """What the NPC has heard about the player, then the most important other news and
-    knowledge, each under its heading; one belief per topic; what came by gossip or is
-    believed with little confidence worded as hearsay."""
+    """What the NPC believes of the player that no memory shown beside it says (facts the
+    game gave it, or rumours from before memories recorded them), then the most
+    important other news and knowledge, each under its heading; one belief per topic;
+    what came by gossip or is believed with little confidence worded as hearsay."""
 
     name = "knowledge"
 
@@ -161,13 +198,15 @@ class KnowledgeProvider:
         now, rules = request.now, request.rules
         player = request.player.identity.key
         about, news = [], []
+        pair = request.npc.bank.pair(player)
+        remembered = {m.content for m in pair.all()} if pair is not None else set()
         for fact in request.npc.knowledge.facts:
             if not fact.believed or is_expired(fact, now):
                 continue
             if fact.subject != player:
                 news.append(fact)
-            elif fact.source != "conversation":  # facts drawn from conversations repeat the memories shown
-                about.append(fact)
+            elif fact.source != "conversation" and fact.content not in remembered:
+                about.append(fact)  # (what the NPC saw or heard as a memory, the memories show)
         most = max(1, budget // 6)  # a line costs at least ~6 tokens: more could never fit
         uncertain = rules.uncertain_below
 
@@ -177,7 +216,7 @@ class KnowledgeProvider:
             return f"- {quote(fact.content)}"
 
         who = request.player.identity.name
-        headers = (f"What you have heard about {who}:", "What you know of the world:")
+        headers = (f"What you know about {who}:", "What you know of the world:")
         groups: tuple[list[str], list[str]] = ([], [])
         chosen = (
             heapq.nlargest(most, about, key=lambda f: (f.importance, f.created)),

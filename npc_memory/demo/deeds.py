@@ -55,19 +55,10 @@ def experience(plugin: MemoryPlugin, npc: str, player: str, deed: Deed) -> None:
 
 
 def witnessed(plugin: MemoryPlugin, room: str, victim: str, player: str, deed: Deed) -> Witnessed:
-    """``player`` does ``deed`` to ``victim`` in public: the victim keeps it as a memory
-    of their own, then everyone in ``room`` (the victim too) learns it first-hand."""
+    """``player`` does ``deed`` to ``victim`` in public: everyone in ``room`` (the victim
+    too) sees it, keeps a memory of it and learns it first-hand."""
     assert deed.witnessed_as is not None
     player_name = plugin.player(player).identity.name
-    plugin.remember(
-        victim,
-        player,
-        deed.content.format(player=player_name, npc="me"),
-        tags=deed.tags,
-        importance=deed.importance,
-        valence=deed.valence,
-        intensity=deed.intensity,
-    )
     plugin.record_interaction(victim, player)
     content = deed.witnessed_as.format(player=player_name, npc=plugin.npc(victim).identity.name)
     witnesses = plugin.observe(

@@ -91,7 +91,7 @@ class Grounding:
         words: frozenset[str],
         clauses: list[Clause],
         said: list[frozenset[str]],
-        found: dict[tuple[Actor, str], bool],
+        found: dict[tuple[str, str], bool],
     ) -> ExtractedMemory | None:
         events = [t for t in memory.tags if t in self.rules.tags and self.rules.act(t) != "fact"]
         if not events:
@@ -99,23 +99,27 @@ class Grounding:
             return memory
         if all((memory.actor, t) in found for t in events):
             self.stats.kept += 1
-            return msgspec.structs.replace(memory, claim=any(found[memory.actor, t] for t in events))
+            claimed = any(found[memory.actor, t] for t in events)
+            return msgspec.structs.replace(memory, source="claimed" if claimed else memory.source)
         best = max(range(len(clauses)), key=lambda i: (len(words & said[i]), -i), default=None)
         actor, claim = self._actor(clauses[best], words) if best is not None else (None, False)
         if actor == memory.actor:
             self.stats.kept += 1
-            return msgspec.structs.replace(memory, claim=claim)
+            return msgspec.structs.replace(memory, source="claimed" if claim else memory.source)
         if best is None:
             self._count("dropped", "nothing said")
             return None
         content = self.rules.in_words(job, clauses[best].line)
         if actor == "npc":
             self._count("refiled", "the NPC's own words")
-            return msgspec.structs.replace(memory, content=content, kind="episodic", actor="npc", claim=False)
+            return msgspec.structs.replace(
+                memory, content=content, kind="episodic", actor="npc", source="said"
+            )
         self._count("untagged", "no speaker's deed")
         gist = min(memory.importance, self.rules.rules.gist_importance)
         return msgspec.structs.replace(
-            memory, content=content, kind="episodic", tags=(), importance=gist, valence="neutral", claim=False
+            memory, content=content, kind="episodic", tags=(), importance=gist, valence="neutral",
+            source="said",
         )
 
     def _actor(self, clause: Clause, words: frozenset[str]) -> tuple[Actor | None, bool]:

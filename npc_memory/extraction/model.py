@@ -7,7 +7,7 @@ from typing import Literal
 
 import msgspec
 
-from npc_memory.components.memory import MemoryKind, Valence
+from npc_memory.components.memory import MemoryKind, MemorySource, Valence
 from npc_memory.components.working import Turn as Turn  # the transcript line lives with WorkingMemory
 from npc_memory.llm.model import SummaryOutcome, TokenUsage
 
@@ -59,10 +59,13 @@ class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
     [0, 1], content ≤ 500 characters, tags lower-case.
 
     ``actor`` is who did or said what it records: ``"player"`` (a memory about the
-    player) or ``"npc"`` (what the NPC itself said or did: its promises, prices, its
-    own story; kept so it stays consistent, and never held against the player).
-    ``claim`` marks the player's own account of a deed ("I saved the village"), which
-    weighs less than a deed the NPC saw or that happened in the conversation."""
+    player), ``"npc"`` (what the NPC itself said or did: its promises, prices, its
+    own story; kept so it stays consistent, and never held against the player), or a
+    third party's name as said ("Bob stole my hammer": ``"Bob"``). ``source`` is how the
+    NPC knows it: ``witnessed`` (done in the conversation), ``said`` (what a speaker
+    said, in their words), ``claimed`` (the player's own account of a deed: "I saved
+    the village", which weighs less than a deed the NPC saw) or ``heard`` (what the
+    player told of someone else)."""
 
     content: str
     kind: MemoryKind = "episodic"
@@ -70,8 +73,13 @@ class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
     importance: float = 0.5
     valence: Valence = "neutral"
     intensity: float = 0.0
-    actor: Actor = "player"
-    claim: bool = False
+    actor: str = "player"
+    source: MemorySource = "witnessed"
+
+    @property
+    def claim(self) -> bool:
+        """Whether this is the player's own account of a deed the NPC did not see."""
+        return self.source == "claimed"
 
 
 class PaidCall(msgspec.Struct, frozen=True, kw_only=True):

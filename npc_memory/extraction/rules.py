@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from npc_memory.components.memory import MemoryKind, Valence
+from npc_memory.components.memory import MemoryKind, MemorySource, Valence
 from npc_memory.content.schema import ExtractionRules, ExtractionTag, Who
 from npc_memory.extraction.model import MAX_CONTENT, Actor, ExtractedMemory, ExtractionJob, Turn
 from npc_memory.extraction.speech import Clause, Reader, Role, agent
@@ -94,12 +94,37 @@ def _stems(words: list[str]) -> frozenset[str] | None:
     return frozenset(found)
 
 
+def _names_the_doer(clause: Clause, start: int) -> bool:
+    """Whether ``clause`` opens with the name of who does the deed whose cue starts at
+    ``start``: a name before the cue (not the cue itself: "Thief!") in a clause of three
+    words or more (not a sentence-opening word: "Guard up!", "Swear it.")."""
+    name = clause.name
+    if name is None or name.lower() in STOP_WORDS or len(_WORD.findall(clause.text.lower())) < 3:
+        return False
+    at = clause.text.find(name)
+    return at >= 0 and at + len(name) <= start
+
+
+def _source_of(lead: Hit, valence: Valence) -> MemorySource:
+    """How the NPC knows the deed ``lead`` tells (of ``valence`` to it): the player's own
+    account of a deed to their credit is a claim, of one against them an admission, in
+    their own words (said); what the player tells of someone else, hearsay; the NPC's
+    own words, said; the rest (done in the conversation, or to the NPC) witnessed."""
+    if lead.actor == "player" and lead.claim:
+        return "said" if valence == "negative" else "claimed"
+    if lead.actor == "player":
+        return "witnessed"
+    if lead.actor == "npc":
+        return "said"
+    return "heard" if lead.clause.role == "player" else "said"
+
+
 class Hit(msgspec.Struct, frozen=True, gc=False):
-    """A tag found in a clause, credited to ``actor``; ``claim`` when it is the
-    player's own account of a deed."""
+    """A tag found in a clause, credited to ``actor`` (``"player"``, ``"npc"`` or the
+    name of a third party); ``claim`` when it is the player's own account of a deed."""
 
     tag: str
-    actor: Actor
+    actor: str
     clause: Clause
     claim: bool
     offer: bool = False
@@ -247,11 +272,11 @@ class RuleBasedExtractor:
             before = clause.text[: match.start()]
             if act != "fact" and self._negation is not None and self._negation.search(before):
                 continue
-            return self._credit(cue.tag, act, clause, match.end())
+            return self._credit(cue.tag, act, clause, match.end(), match.start())
         return None
 
     @staticmethod
-    def _credit(tag: str, act: str, clause: Clause, end: int) -> Hit | None:
+    def _credit(tag: str, act: str, clause: Clause, end: int, start: int = 0) -> Hit | None:
         speaker: Actor = clause.role
         listener: Actor = "npc" if speaker == "player" else "player"
         if act == "fact":
@@ -266,6 +291,9 @@ class RuleBasedExtractor:
             return Hit(tag, listener, clause, claim=False)
         if subject in ("command", "other"):
             return Hit(tag, speaker, clause, claim=False)
+        if subject == "person" and _names_the_doer(clause, start):  # "Bob stole my hammer": Bob's deed
+            assert clause.name is not None
+            return Hit(tag, clause.name, clause, claim=False)
         return None
 
     # ------------------------------------------------------------------ memories
@@ -312,7 +340,7 @@ class RuleBasedExtractor:
         job, hits = reading.job, reading.hits
         if not job.turns:
             return ()
-        events: dict[tuple[Actor, str], list[Hit]] = {}
+        events: dict[tuple[str, str], list[Hit]] = {}
         facts: dict[int, Hit] = {}
         for hit in hits:
             if self._tags[hit.tag].act == "fact":
@@ -367,7 +395,7 @@ class RuleBasedExtractor:
             sentences[sentence.strip()] = None
         return " ".join(sentences) or text
 
-    def _words(self, job: ExtractionJob, actor: Actor, speaker: str, quote: str, template: str) -> str:
+    def _words(self, job: ExtractionJob, actor: str, speaker: str, quote: str, template: str) -> str:
         """``quote`` worded by ``template``, or as what the NPC told the player when the NPC
         said it; a deed of the NPC that the player spoke of reads as what the player said."""
         npc_said = speaker.lower() not in (job.player_name.lower(), job.player.lower())
@@ -398,6 +426,8 @@ class RuleBasedExtractor:
         quote = self._quote(evidence.text)
         if lead.actor == "npc":
             content = self._words(job, "npc", evidence.speaker, quote, rules.npc_template)
+        elif lead.actor != "player":  # someone else's deed, in the words of who told it
+            content = self._words(job, lead.actor, evidence.speaker, quote, rules.gist_template)
         else:
             template = rules.template
             if lead.claim or lead.offer:
@@ -417,7 +447,7 @@ class RuleBasedExtractor:
             valence=valence,
             intensity=round(intensity, 3),
             actor=lead.actor,
-            claim=lead.claim and lead.actor == "player",
+            source=_source_of(lead, valence),
         )
 
     def _fact(self, job: ExtractionJob, line: int, hit: Hit) -> ExtractedMemory:
@@ -432,6 +462,7 @@ class RuleBasedExtractor:
             valence="neutral",
             intensity=round(self._intensity(turn.text), 3),
             actor=hit.actor,
+            source="said",
         )
 
     def _score(self, job: ExtractionJob, line: int, seen: set[str]) -> tuple[int, float, str] | None:
@@ -502,6 +533,7 @@ class RuleBasedExtractor:
                 valence="neutral",
                 intensity=round(max(self._intensity(statement) for _, _, statement in run), 3),
                 actor=actor,
+                source="said",
             )
             found.append((lead[1], -run[0][0], memory))
         found.sort(key=lambda item: (-item[0], -item[1]))

@@ -71,6 +71,8 @@ class Clause(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     hypothetical: bool
     hearsay: bool
     figure: bool
+    name: str | None = None
+    """The name that opens the clause as its subject ("Bob stole my hammer"), if any."""
 
 
 def _alternatives(words: list[str]) -> re.Pattern[str] | None:
@@ -136,10 +138,11 @@ class Reader:
         while start < len(words) and (words[start] in self.openers or words[start] in names):
             start += 1
         subject = self.subject(words[start:])
+        name = None
         if subject == "other" and start < len(words) and words[start] not in _NOT_NAMES_OR_NUMBERS:
             original = _WORD_ANY_CASE.findall(text)
             if start < len(original) and original[start][:1].isupper():
-                subject = "person"  # a name: "Bob stole my hammer"
+                subject, name = "person", original[start]  # a name: "Bob stole my hammer"
         if subject == "other" and not first_clause and len(words) <= 2 and not set(words) & _POINTERS:
             subject = "second"  # a lone name for the listener after a comma: "..., traitor."
         request = question and self.request is not None and bool(self.request.search(" ".join(words[start:])))
@@ -155,6 +158,7 @@ class Reader:
             or (marked and self.hypothetical is not None and bool(self.hypothetical.search(text))),
             hearsay=marked and self.hearsay is not None and bool(self.hearsay.search(text)),
             figure=marked and self.figure is not None and bool(self.figure.search(text)),
+            name=name,
         )
 
     def subject(self, words: list[str]) -> Subject:

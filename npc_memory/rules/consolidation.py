@@ -1,6 +1,7 @@
 """Consolidation: repeated experiences become general knowledge and habits.
 
-Episodic memories of one pair, old enough and not yet consolidated, that share a tag
+Episodic memories of one pair, old enough and not yet consolidated, that record the
+player's own deeds (not the NPC's stories, claims or hearsay) and share a tag
 form a cluster; a cluster of ``consolidate_min`` or more becomes one semantic memory
 summarising the pattern ("Alice is a regular customer"), importance the cluster's
 maximum, confidence growing with its size, linked to its source episodes. If
@@ -46,15 +47,26 @@ class Cluster:
 
 
 def clusters(
-    pair: PairMemories, rules: MemoryRules, now: float, exclude: frozenset[str] | set[str] = frozenset()
+    pair: PairMemories,
+    rules: MemoryRules,
+    now: float,
+    exclude: frozenset[str] | set[str] = frozenset(),
+    player: str | None = None,
 ) -> list[Cluster]:
     """Clusters ready to consolidate; each episode belongs to at most one, and episodes
     already consolidated (named by a semantic memory), in ``exclude`` or flagged by the safety
-    screen are left out."""
+    screen are left out, as are, given the pair's ``player``, episodes that are not the
+    player's own deeds (:meth:`MemoryRecord.counts_for`: the NPC's stories, someone else's
+    deeds, claims, hearsay)."""
     done = {episode for semantic in pair.semantic for episode in semantic.source_episodes} | set(exclude)
     old_enough = now - rules.consolidate_after_days * SECONDS_PER_DAY
     eligible = [  # a flagged utterance is kept as said, never generalised into knowledge
-        m for m in pair.episodic if m.created <= old_enough and m.id not in done and FLAGGED not in m.tags
+        m
+        for m in pair.episodic
+        if m.created <= old_enough
+        and m.id not in done
+        and FLAGGED not in m.tags
+        and (player is None or m.counts_for(player))
     ]
     counts = Counter(tag for m in eligible for tag in m.tags)
     found: list[Cluster] = []

@@ -64,9 +64,12 @@ def fact_mentions(pattern: re.Pattern[str] | None, fact: Fact) -> bool:
 
 def memory_mentions(pattern: re.Pattern[str] | None, memory: Memory) -> bool:
     """Whether a memory names someone ``pattern`` finds (content, tags, pattern, source,
-    or its actor: a memory of a player's deed is theirs wherever it is filed)."""
+    or its actor or teller: a memory of a player's deed, or told by them, is theirs
+    wherever it is filed)."""
     extra = getattr(memory, "pattern", None)
-    return mentions(pattern, memory.content, memory.source_conversation, extra, memory.actor, *memory.tags)
+    return mentions(
+        pattern, memory.content, memory.source_conversation, extra, memory.actor, memory.teller, *memory.tags
+    )
 
 
 def sensitive(tags: Iterable[str], sensitive_tags: Iterable[str]) -> bool:

@@ -18,7 +18,6 @@ from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import (
     SELF,
     ConversationSummary,
-    MemorySource,
     NpcHandle,
     PendingConversation,
     PlayerHandle,
@@ -366,6 +365,20 @@ class ConversationService:
         )
         return True
 
+    def _actor(self, job: ExtractionJob, actor: str) -> str | None:
+        """The key of who did what an extracted memory of ``job`` records: the player,
+        the NPC (:data:`SELF`), or a third party the plugin knows by that key or (only
+        one) by that name; ``None`` for anyone else."""
+        if actor == "player":
+            return job.player
+        if actor == "npc":
+            return SELF
+        registry = self.state.registry
+        if actor in registry.by_key:
+            return actor
+        named = registry.by_name.get(actor.casefold(), ())
+        return next(iter(named)) if len(named) == 1 else None
+
     def _remember(self, applying: Applying, extracted: ExtractedMemory) -> None:
         """Store one extracted memory of ``applying``; learn what it tells of the player
         and add what it moves to the relationship change."""
@@ -391,16 +404,17 @@ class ConversationService:
                 scope=applying.scope,
                 source_conversation=job.conversation,
                 reinforce_same=True,
-                actor=job.player if extracted.actor == "player" else SELF,
-                source=_source(extracted),
+                actor=self._actor(job, extracted.actor),
+                source=extracted.source,
+                teller=job.player if extracted.source in ("heard", "claimed") else None,
             )
         except (MemoryCapacityError, PrivacyError):
             return
         applying.ids.append(memory.id)
         if FLAGGED in memory.tags:
             return  # an instruction-bearing result: kept quoted, moves nothing, never told on
-        if extracted.actor != "player":
-            return  # what the NPC itself said: kept, never held for or against the player
+        if extracted.actor != "player" or extracted.source == "heard":
+            return  # the NPC's own words, someone else's deed: kept, never held for or against the player
         tags = self.state.pack.extraction.tags
         told = [t for t in extracted.tags if t in tags]
         if told and held is None and not extracted.claim and not any(tags[t].private for t in told):
@@ -581,12 +595,3 @@ def _speaker(job: ExtractionJob, speaker: str) -> str | None:
     if speaker in (job.npc_name, job.npc):
         return SELF
     return job.player if speaker in (job.player_name, job.player) else None
-
-
-def _source(extracted: ExtractedMemory) -> MemorySource:
-    """How the NPC knows what ``extracted`` records: the NPC's own words are ``said``, the
-    player's account of a deed the NPC did not see ``claimed``, the rest ``witnessed``
-    (done in the conversation)."""
-    if extracted.actor != "player":
-        return "said"
-    return "claimed" if extracted.claim else "witnessed"

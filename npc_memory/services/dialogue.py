@@ -128,8 +128,17 @@ class DialogueService:
             recall=lambda query, k: self.recall(npc, key, query, k),
             candidates=lambda query, k: self.recall(npc, key, query, k, strengthen=False),
             strengthen=lambda memories: self.strengthen(npc, key, memories),
+            name_of=self.name_of,
         )
         return build_context(request, providers, max_tokens, self.state.pack.context, placeholders)
+
+    def name_of(self, key: str) -> str:
+        """The display name of the live or stored NPC or player ``key`` (else the key)."""
+        live = self.state.registry.by_key.get(key)
+        if live is not None:
+            return self.state.registry.handle(live).identity.name
+        stored = self.state.stored.get(key)
+        return key if stored is None else stored.name
 
     def prompt_messages(
         self, npc: NpcHandle, player: PlayerHandle, message: str, context: PromptContext

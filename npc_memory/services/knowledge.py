@@ -4,16 +4,21 @@ NPC, the gossip board by room) that follow the components."""
 
 from __future__ import annotations
 
-from npc_memory.components import Fact, FactCategory, FactSource, Hop, NpcHandle, Scope
+import contextlib
+
+from npc_memory.components import SELF, Fact, FactCategory, FactSource, Hop, NpcHandle, Scope
 from npc_memory.components.relationship import Dimension
+from npc_memory.errors import MemoryCapacityError, PrivacyError
 from npc_memory.events import FactLearned, SecretLearned
 from npc_memory.rules import knowledge as knowledge_rules
 from npc_memory.rules import privacy as privacy_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.services.board import GossipBoard
+from npc_memory.services.memories import MemoryService
 from npc_memory.services.relationships import RelationshipService
 from npc_memory.services.safety import SafetyService
 from npc_memory.state import Part, WorldState
+from npc_memory.store import PlayerDocument
 
 
 class KnowledgeService:
@@ -24,10 +29,17 @@ class KnowledgeService:
     moved — also by a game writing ``Location.room``).
     """
 
-    def __init__(self, state: WorldState, relationships: RelationshipService, safety: SafetyService) -> None:
+    def __init__(
+        self,
+        state: WorldState,
+        relationships: RelationshipService,
+        safety: SafetyService,
+        memories: MemoryService,
+    ) -> None:
         self.state = state
         self.relationships = relationships
         self.safety = safety
+        self.memories = memories
         self.indexes: dict[str, knowledge_rules.FactIndex] = {}
         self.weight_floor = state.pack.knowledge.gossip_weight_floor
         self.board = GossipBoard(
@@ -64,6 +76,14 @@ class KnowledgeService:
     def witnesses(self, room: str) -> list[str]:
         """Keys of the live NPCs in ``room``, sorted."""
         return sorted(self.board.members.get(room, ()))
+
+    def is_player(self, key: str | None) -> bool:
+        """Whether ``key`` names a player the plugin knows, live or stored."""
+        if key is None:
+            return False
+        return self.state.registry.live_player(key) is not None or isinstance(
+            self.state.stored.get(key), PlayerDocument
+        )
 
     def category_of(self, subject: str | None) -> FactCategory:
         """The default category of a fact about ``subject``."""
@@ -270,10 +290,12 @@ class KnowledgeService:
         kind = category or self.category_of(subject)
         scope = self.scope_of_subject(subject) if scope is None else scope
         deltas = None if screened.flagged else self.hearsay_deltas(subject, tags, importance, confidence, 1.0)
+        about = subject if self.is_player(subject) else None  # whose pair the witnesses' memory joins
         live_npc = self.state.registry.live_npc
         for key in witnesses:
             npc = live_npc(key)
             assert npc is not None
+            seen = self._witnessed(npc, about, content, subject, tags, importance, confidence, room, scope)
             fact = self.learn(
                 npc,
                 content=content,
@@ -288,10 +310,50 @@ class KnowledgeService:
                 expires_in=expires_in,
                 origin=origin,
                 scope=scope,
+                source_memory=seen,
             )
             if deltas and subject is not None and fact is not None and fact.believed:
-                self.relationships.change(npc, subject, deltas)
+                self.relationships.change(npc, subject, deltas)  # once: the memory moves nothing
         return witnesses
+
+    def _heard(self, listener: NpcHandle, fact: Fact, teller: str) -> None:
+        """The episodic memory ``listener`` keeps of a rumour about a player: ``heard``,
+        from ``teller``, the player its actor (it moves nothing: the fact does)."""
+        subject = fact.subject
+        assert subject is not None
+        with contextlib.suppress(MemoryCapacityError, PrivacyError):
+            self.memories.remember(
+                listener, subject, fact.content, tags=fact.tags, importance=fact.importance,
+                confidence=fact.confidence, scope=privacy_rules.fact_scope(fact), room=listener.location.room,
+                actor=subject, source="heard", teller=teller, screened=True,
+            )
+
+    def _witnessed(
+        self,
+        npc: NpcHandle,
+        about: str | None,
+        content: str,
+        subject: str | None,
+        tags: tuple[str, ...],
+        importance: float,
+        confidence: float,
+        room: str,
+        scope: Scope,
+    ) -> str | None:
+        """The episodic memory a witness keeps of what it saw (``content`` as screened),
+        filed about the player ``about`` or the world, its actor ``subject`` (the witness
+        itself is :data:`SELF`; a subject that is no NPC or player the plugin knows,
+        ``None``); its id, or ``None`` when it could not be kept."""
+        known = subject in self.state.registry.by_key or subject in self.state.stored
+        actor = SELF if subject == npc.identity.key else subject if known else None
+        try:
+            memory = self.memories.remember(
+                npc, about, content, tags=tags, importance=importance, confidence=confidence,
+                scope=scope, room=room, actor=actor, source="witnessed", screened=True,
+            )
+        except (MemoryCapacityError, PrivacyError):
+            return None
+        return memory.id
 
     def forget_expired(self, npc: NpcHandle) -> bool:
         """Remove ``npc``'s expired facts; whether any went."""
@@ -411,6 +473,8 @@ class KnowledgeService:
             )
             if learned is None:
                 continue
+            if self.is_player(learned.subject):
+                self._heard(listener, learned, teller_key)
             if learned.believed:
                 self.hearsay(listener, learned, rules.hearsay_factor)
             return True

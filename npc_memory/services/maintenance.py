@@ -179,7 +179,7 @@ class MaintenanceService:
         reserved = self._reserved.get(npc, set())
         name = self.player_name(player)
         ready = consolidation_rules.clusters(
-            pair, self.state.pack.memory, self.state.clock.now, exclude=reserved
+            pair, self.state.pack.memory, self.state.clock.now, exclude=reserved, player=player
         )
         for cluster in ready:
             if not self._ask_for_summary(handle, player, cluster):

@@ -66,6 +66,8 @@ class MemoryService:
         reinforce_same: bool = False,
         actor: str | None,
         source: MemorySource,
+        teller: str | None = None,
+        screened: bool = False,
     ) -> Memory:
         """Store a memory of ``npc`` about ``player`` (``None``: the world) within the
         pair's caps, or reinforce the same habit; see ``MemoryPlugin.remember``. With
@@ -73,15 +75,17 @@ class MemoryService:
         already held says reinforces it instead of adding a copy: any such fact, and an
         episode told again the same game day (told on another day it happened again, and
         repeated episodes are what consolidation turns into knowledge and habits).
-        ``actor`` and ``source`` say whose deed it records and how the NPC knows it;
-        only ``player``'s own deeds of a counted source move the relationship."""
-        screened = self.safety.check(content, "remember", npc.identity.key)
-        if screened.flagged or is_marked(content):  # kept as a quoted utterance: its claims move nothing
-            content = content if is_marked(content) else marked(screened)
+        ``actor`` and ``source`` say whose deed it records and how the NPC knows it,
+        ``teller`` who told it; only ``player``'s own deeds of a counted source move the
+        relationship. ``screened``: ``content`` already went through the safety screen
+        (as kept: redacted, or marked when flagged)."""
+        result = None if screened else self.safety.check(content, "remember", npc.identity.key)
+        if is_marked(content) or (result is not None and result.flagged):  # a quoted utterance: moves nothing
+            content = content if result is None or is_marked(content) else marked(result)
             pattern, affect_relationship = None, False
             tags = (*tags, FLAGGED) if FLAGGED not in tags else tags
-        else:
-            content = screened.text
+        elif result is not None:
+            content = result.text
         now = self.state.clock.now
         key = player
         if key is not None and key not in npc.bank.players:
@@ -104,6 +108,7 @@ class MemoryService:
             "game": self.state.game,
             "actor": actor,
             "source": source,
+            "teller": teller,
         }
         memory: Memory
         if kind == "episodic":
@@ -147,13 +152,27 @@ class MemoryService:
         self.state.mark(npc.identity.key, Part.BANK)
         if key is not None and habit is None and held is None:
             self._check_milestone(npc, key, len(pair))
-        if affect_relationship and key is not None and memory.counts_for(key):
+        weight = self.weight(memory, key) if affect_relationship and key is not None else 0.0
+        if weight > 0.0 and key is not None:
             deltas = rel_rules.memory_deltas(
-                tags, importance, intensity, valence, self.state.pack.relationships
+                tags, importance, intensity, valence, self.state.pack.relationships, weight
             )
             if deltas:
                 self.relationships.change(npc, key, deltas)
         return memory
+
+    def weight(self, memory: Memory, player: str) -> float:
+        """How much ``memory`` moves the NPC's relationship with ``player``, as a share of
+        a deed it saw: 1 for the player's own deeds and words, the pack's
+        ``relationships.claim_weight`` for their claims and ``knowledge.hearsay_factor``
+        for hearsay about them, 0 for anyone else's (the NPC's own stories included)."""
+        if memory.actor != player:
+            return 0.0
+        if memory.source == "claimed":
+            return self.state.pack.relationships.claim_weight
+        if memory.source == "heard":
+            return self.state.pack.knowledge.hearsay_factor
+        return 1.0
 
     def held_from(self, npc: NpcHandle, player: str, conversation: str, content: str) -> Memory | None:
         """The memory ``npc`` holds about ``player`` from ``conversation`` that says

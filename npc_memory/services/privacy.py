@@ -1113,6 +1113,7 @@ def _withdraw_components(
                     content=privacy_rules.redact(pattern, memory.content),
                     source_conversation=None,
                     actor=None if memory.actor == key else memory.actor,  # a fragment names no one
+                    teller=None if memory.teller == key else memory.teller,
                 )
                 getattr(npc.bank.world, kind_of(fragment)).append(fragment)
     facts = npc.knowledge.facts
@@ -1198,8 +1199,8 @@ def _end_game_components(
 
 
 def _clear_actors(pair: PairMemories, gone: Iterable[str]) -> bool:
-    """Make the memories of ``pair`` whose actor is one of ``gone`` by no one known
-    (``actor=None``); whether any were."""
+    """Make the memories of ``pair`` whose actor or teller is one of ``gone`` by or from
+    no one known (``None``); whether any were."""
     gone = frozenset(gone)
     if not gone:
         return False
@@ -1207,8 +1208,10 @@ def _clear_actors(pair: PairMemories, gone: Iterable[str]) -> bool:
     for kind in MEMORY_KINDS:
         records: list[Memory] = getattr(pair, kind)
         for index, memory in enumerate(records):
-            if memory.actor in gone:
-                records[index] = msgspec.structs.replace(memory, actor=None)
+            if memory.actor in gone or memory.teller in gone:
+                actor = None if memory.actor in gone else memory.actor
+                teller = None if memory.teller in gone else memory.teller
+                records[index] = msgspec.structs.replace(memory, actor=actor, teller=teller)
                 changed = True
     return changed
 

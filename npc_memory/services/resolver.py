@@ -50,23 +50,41 @@ class Resolver:
             return check_text("subject", subject, MAX_KEY_CHARS)  # a stored or absent player, or a name
         return self.state.registry.handle(subject).identity.key
 
-    def actor(self, ref: Ref | None) -> str | None:
-        """The ``actor`` of a memory ``ref`` names: :data:`SELF` (the NPC holding it),
-        ``None`` (unknown), or the key of an NPC or player, live or stored."""
+    def speaker(self, speaker: str, npc: NpcHandle, player: PlayerHandle) -> str:
+        """Who said a line of ``npc``'s conversation with ``player``, as the transcript
+        names them: either of the two by name, key or first name ("Oswin" for "Oswin
+        Brook": then their name), or another NPC or player the plugin knows (live: by
+        name or key; stored: by key) as given. Anyone else raises
+        :class:`UnknownEntityError`."""
+        folded = speaker.casefold()
+        for handle in (npc, player):
+            name = handle.identity.name
+            if folded in (name.casefold(), handle.identity.key.casefold()):
+                return speaker
+            if folded == name.split(maxsplit=1)[0].casefold():
+                return name
+        registry = self.state.registry
+        if speaker in registry.by_key or speaker in self.state.stored or folded in registry.by_name:
+            return speaker
+        raise UnknownEntityError(
+            f"speaker {speaker!r} is neither {npc.identity.name!r} ({npc.identity.key!r}) nor "
+            f"{player.identity.name!r} ({player.identity.key!r}), nor another NPC or player the plugin knows"
+        )
+
+    def actor(self, ref: Ref | None, what: str = "actor") -> str | None:
+        """The ``actor`` (or ``teller``) of a memory ``ref`` names: :data:`SELF` (the NPC
+        holding it), ``None`` (unknown), or the key of an NPC or player, live or stored."""
         if ref is None or ref == SELF:
             return ref
+        problem = f"{what} must be 'self', None, or a known NPC or player (entity or key), got {ref!r}"
         if isinstance(ref, str) and ref not in self.state.registry.by_key:
             if ref in self.state.stored:
                 return ref
-            raise UnknownEntityError(
-                f"actor must be 'self', None, or a known NPC or player (entity or key), got {ref!r}"
-            )
+            raise UnknownEntityError(problem)
         try:
             return self.state.registry.handle(ref).identity.key
         except UnknownEntityError:
-            raise UnknownEntityError(
-                f"actor must be 'self', None, or a known NPC or player (entity or key), got {ref!r}"
-            ) from None
+            raise UnknownEntityError(problem) from None
 
     def _stored(self, ref: Ref) -> NpcHandle | PlayerHandle | None:
         if not isinstance(ref, str) or ref in self.state.registry.by_key:

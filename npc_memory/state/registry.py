@@ -47,6 +47,8 @@ class Registry:
         self.order: list[str] = []
         """Keys of every live NPC and player (order changes on removal, as ``npc_order``)."""
         self._position: dict[str, int] = {}
+        self.by_name: dict[str, set[str]] = {}
+        """Keys of the live NPCs and players by their display name, case-folded."""
 
     def __len__(self) -> int:
         return len(self.by_key)
@@ -82,6 +84,7 @@ class Registry:
                 esper.add_component(entity, component)
         handle.entity = entity
         self.by_key[key] = entity
+        self.by_name.setdefault(handle.identity.name.casefold(), set()).add(key)
         self._position[key] = len(self.order)
         self.order.append(key)
         if isinstance(handle, NpcHandle):
@@ -121,6 +124,11 @@ class Registry:
         self.npcs.pop(entity, None)
         self.players.pop(entity, None)
         del self.by_key[handle.identity.key]
+        named = self.by_name.get(handle.identity.name.casefold())
+        if named is not None:
+            named.discard(handle.identity.key)
+            if not named:
+                del self.by_name[handle.identity.name.casefold()]
         _swap_remove(self.order, self._position, handle.identity.key)
         handle.entity = None
 
