@@ -7,10 +7,10 @@ changes anything. NPCs and players may be live, or (by key) only in the store.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from npc_memory.clock import SECONDS_PER_DAY
-from npc_memory.components import DIMENSIONS, Fact, Memory, MemorySource, Stage
+from npc_memory.components import DIMENSIONS, OWN_DEEDS, Fact, Memory, MemorySource, Stage
 from npc_memory.components.relationship import Dimension, Relationship
 from npc_memory.errors import InvalidArgumentError, UnknownEntityError
 from npc_memory.rules.validation import MAX_KEY_CHARS, check_include, check_tags, check_text, check_unit
@@ -71,7 +71,7 @@ class MemoryQuery:
         them too when ``include`` names ``"claimed"`` or ``"heard"``. About the world
         (``player=None``), every memory."""
         tag = check_text("tag", tag, self._relationships.state.pack.limits.tag_chars).lower()
-        return sum(1 for m in self._counted(npc, player, include) if tag in m.tags)
+        return sum(1 for _ in self._counted(npc, player, include, (tag,)))
 
     def has_memory_matching(
         self,
@@ -85,12 +85,9 @@ class MemoryQuery:
         """Whether ``npc`` holds a memory about ``player`` carrying every tag in
         ``tags`` with importance ≥ ``min_importance``, counted as by
         :meth:`count_memories_by_tag` (``include``: ``"claimed"``, ``"heard"``)."""
-        wanted = set(check_tags(tags, self._relationships.state.pack.limits))
+        wanted = tuple(dict.fromkeys(check_tags(tags, self._relationships.state.pack.limits)))
         check_unit("min_importance", min_importance)
-        return any(
-            m.importance >= min_importance and wanted.issubset(m.tags)
-            for m in self._counted(npc, player, include)
-        )
+        return any(m.importance >= min_importance for m in self._counted(npc, player, include, wanted))
 
     def knows(self, npc: Ref, tag: str) -> bool:
         """Whether ``npc`` believes any fact tagged ``tag`` (expired facts do not count)."""
@@ -132,16 +129,29 @@ class MemoryQuery:
         target = self._resolve.player(player, stored=True)
         return self._relationships.peek(handle, target.identity.key, target.faction.faction)
 
-    def _counted(self, npc: Ref, player: Ref | None, include: Iterable[MemorySource]) -> list[Memory]:
-        """What ``npc`` holds about the world (``player=None``), or the player's own deeds
-        and words (with ``include``'s sources) wherever they are filed."""
-        extra = check_include(include)
+    def _counted(
+        self, npc: Ref, player: Ref | None, include: Iterable[MemorySource], tags: tuple[str, ...]
+    ) -> Iterator[Memory]:
+        """The memories carrying every tag in ``tags`` that ``npc`` holds about the world
+        (``player=None``), or that are the player's own deeds and words (with
+        ``include``'s sources) wherever they are filed."""
+        allowed = OWN_DEEDS | check_include(include)
+        first, rest = (tags[0], frozenset(tags[1:])) if tags else ("", frozenset())
         if player is None:
-            return self._memories(npc, None)
+            return (m for m in self._memories(npc, None) if _tagged(m, first, rest))
         handle = self._resolve.npc(npc, stored=True)
         key = self._resolve.player(player, stored=True).identity.key
         pairs = (handle.bank.world, *handle.bank.players.values())
-        return [m for pair in pairs for m in pair.all() if m.counts_for(key, extra)]
+        return (
+            m
+            for pair in pairs
+            for records in (pair.episodic, pair.semantic, pair.procedural)
+            for m in records
+            if (not first or first in m.tags)
+            and m.actor == key
+            and m.source in allowed
+            and (not rest or rest <= set(m.tags))
+        )
 
     def _memories(self, npc: Ref, player: Ref | None) -> list[Memory]:
         handle = self._resolve.npc(npc, stored=True)
@@ -154,6 +164,10 @@ class MemoryQuery:
             return self._resolve.state.registry.handle(key).identity.name
         except UnknownEntityError:
             return key
+
+
+def _tagged(memory: Memory, first: str, rest: frozenset[str]) -> bool:
+    return (not first or first in memory.tags) and (not rest or rest <= set(memory.tags))
 
 
 def _when(game_time: float) -> str:
