@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -61,15 +62,25 @@ def message(memories: list[dict[str, Any]] | None = None, *, text: Any = None, t
 def memory(content: str = "Alice offered to fight the bandits with me.", tags: list[str] | None = None,
            **fields: Any) -> dict[str, Any]:
     return {"content": content, "kind": "episodic", "tags": tags if tags is not None else ["heroic", "combat"],
-            "importance": 0.8, "valence": "positive", "intensity": 0.7, **fields}
+            "importance": 0.8, "valence": "positive", "intensity": 0.7, "evidence": [1, 2], **fields}
+
+
+Responder = Callable[[dict[str, Any]], Reply | dict[str, Any]]
+"""Computes an answer from a request's JSON body: a :class:`Reply`, or a response body."""
 
 
 class FakeMessagesAPI:
-    """Start with :meth:`start` (returns the base URL), script with :meth:`push`."""
+    """Start with :meth:`start` (returns the base URL), script with :meth:`push`.
 
-    def __init__(self) -> None:
+    ``responder``, when set, answers each request that finds no scripted reply waiting,
+    from the request's JSON body (a simulated model); otherwise ``default`` answers. A
+    responder that raises gets a 500 answered, and the error kept in ``responder_errors``."""
+
+    def __init__(self, responder: Responder | None = None) -> None:
         self.replies: deque[Reply] = deque()
         self.default = Reply(body=message([memory()]))
+        self.responder: Responder | None = responder
+        self.responder_errors: list[BaseException] = []
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -96,7 +107,21 @@ class FakeMessagesAPI:
                     return
                 with api._lock:
                     api.requests.append({"path": self.path, "headers": dict(self.headers), "json": sent})
-                    reply = api.replies.popleft() if api.replies else api.default
+                    scripted = api.replies.popleft() if api.replies else None
+                    responder = api.responder
+                if scripted is not None:
+                    reply = scripted
+                elif responder is not None:
+                    try:
+                        answer = responder(sent)
+                    except Exception as exc:
+                        with api._lock:
+                            api.responder_errors.append(exc)
+                        answer = Reply(status=500, body={"type": "error", "error": {
+                            "type": "api_error", "message": f"responder failed: {exc!r}"}})
+                    reply = answer if isinstance(answer, Reply) else Reply(body=answer)
+                else:
+                    reply = api.default
                 if reply.gate is not None and reply.stall_after is None:
                     reply.gate.wait(timeout=30)
                 if reply.delay:

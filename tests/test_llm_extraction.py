@@ -95,7 +95,10 @@ def test_a_valid_answer_becomes_memories_and_moves_the_relationship(api: FakeMes
     assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
     transcript = body["messages"][0]["content"]
     assert "NPC: Hilda, the village blacksmith, at the forge. Player: Alice." in transcript
-    assert "Hilda: «Bandits are attacking the village! Help me!»" in transcript  # quoted data
+    assert "\n1. Hilda: «Bandits are attacking the village! Help me!»\n" in transcript  # numbered, quoted
+    assert "\n2. Alice: «I'll fight the bandits with you." in transcript  # the model cites these numbers
+    item = body["output_config"]["format"]["schema"]["$defs"]["MemoryOut"]
+    assert {"actor", "evidence"} <= set(item["required"])
     # Budget accounting with the real usage, cache tokens included.
     usage = TokenUsage(input=420, output=80, cache_read=900)
     assert plugin.extraction.limiter.spent_today == usage.total == plugin.extraction.stats.tokens == 1400

@@ -449,7 +449,8 @@ def test_the_schema_sent_is_what_messages_parse_sends(api: FakeMessagesAPI, open
     schema = memories_schema()
     item = schema["$defs"]["MemoryOut"]
     assert schema["required"] == ["memories"] and schema["additionalProperties"] is False
-    assert item["required"] == ["content", "kind", "tags", "importance", "valence", "intensity", "actor"]
+    assert item["required"] == ["content", "kind", "tags", "importance", "valence", "intensity", "actor",
+                                "evidence"]
     assert item["properties"]["kind"]["enum"] == ["episodic", "semantic", "procedural"]
 
 

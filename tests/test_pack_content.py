@@ -39,7 +39,7 @@ def test_default_rules_reproduce_the_recorded_output_byte_for_byte(
 ) -> None:
     # Recorded from the extractor before its cues moved into the pack (tests/extraction_cases.py);
     # re-recorded when memories gained their source (claim: true became source "claimed", or
-    # "said" for the player's admission of a deed against them).
+    # "said" for the player's admission of a deed against them) and the lines they rest on.
     golden: dict[str, str] = json.loads(GOLDEN.read_text("utf-8"))
     rules = extractor()
     output = {case: encode(rules.extract(job)) for case, job in cases()}

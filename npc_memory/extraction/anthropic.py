@@ -28,7 +28,7 @@ from typing import Any, Literal
 from anthropic import transform_schema
 
 from npc_memory.content.schema import LlmRules
-from npc_memory.extraction.examples import render
+from npc_memory.extraction.examples import render, transcript_text
 from npc_memory.extraction.model import ExtractedMemory, ExtractionJob
 from npc_memory.extraction.validate import MemoriesOut, parse_memories, parse_memories_json
 from npc_memory.llm.budget import Price, price_of
@@ -37,7 +37,7 @@ from npc_memory.llm.http import MAX_RESPONSE_BYTES
 from npc_memory.llm.model import LLMRequest, options_json
 from npc_memory.llm.output import text_of, tool_input_of
 from npc_memory.llm.summary import MAX_SUMMARY, SUMMARY_PROMPT
-from npc_memory.safety import DATA_NOTICE, quote
+from npc_memory.safety import DATA_NOTICE
 
 __all__ = [
     "CACHE_MINIMUM",
@@ -52,6 +52,7 @@ __all__ = [
     "check_tags",
     "memories_schema",
     "system_prompt",
+    "transcript_text",
 ]
 
 TagVocabulary = Sequence[tuple[str, str]]
@@ -94,7 +95,7 @@ Who did it matters most:
   confession, not the player's theft; "you saved us" said by the NPC is the player's deed;
   "Bob stole my hammer" is neither speaker's deed.
 - Memories of what the NPC itself said or did have actor "npc"; everything about the
-  player has actor "player".
+  player has actor "player"; a deed of someone else has that person's name as actor.
 - The player's own account of a past deed ("I saved the village") is only a claim: word
   it as what they say ("Alice says she saved the village") and keep its importance modest.
 
@@ -116,7 +117,10 @@ For each memory give:
 - importance: 0 to 1, how much this matters to the NPC;
 - valence: "positive", "neutral" or "negative" for the NPC;
 - intensity: 0 to 1, how emotionally charged it was;
-- actor: "player" or "npc", whose doing or saying the memory records.
+- actor: "player", "npc", or the name of the third party whose doing the memory records;
+- evidence: the numbers of the lines the memory rests on: the line that tells it, and any
+  line of the other speaker that confirms it happened ("You fixed my fence, thank you").
+  A memory that no line supports is not a memory.
 Answer with the JSON object only.
 {notice}"""
 
@@ -292,10 +296,8 @@ class AnthropicExtractor:
         """The extraction call for ``job``: the fixed system prompt (offering ``tags``,
         default this extractor's) and examples marked for prompt caching, then the
         transcript; structured output per :attr:`mode`."""
-        lines = "\n".join(f"{turn.speaker}: {quote(turn.text)}" for turn in job.turns)
-        where = f", at the {job.room}" if job.room else ""
-        role = f", {job.npc_role}" if job.npc_role else ""
-        transcript = f"NPC: {job.npc_name}{role}{where}. Player: {job.player_name}.\n{lines}\nAnswer:"
+        lines = [(turn.speaker, turn.text) for turn in job.turns]
+        transcript = transcript_text(job.npc_name, job.npc_role, job.room, job.player_name, lines)
         vocabulary = self.tags if tags is None else check_tags(tags)
         options, options_text = _options(self.mode)
         return LLMRequest(

@@ -65,7 +65,8 @@ class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
     NPC knows it: ``witnessed`` (done in the conversation), ``said`` (what a speaker
     said, in their words), ``claimed`` (the player's own account of a deed: "I saved
     the village", which weighs less than a deed the NPC saw) or ``heard`` (what the
-    player told of someone else)."""
+    player told of someone else). ``evidence``: the 0-based transcript lines it rests
+    on (empty where not known)."""
 
     content: str
     kind: MemoryKind = "episodic"
@@ -75,6 +76,7 @@ class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
     intensity: float = 0.0
     actor: str = "player"
     source: MemorySource = "witnessed"
+    evidence: tuple[int, ...] = ()
 
     @property
     def claim(self) -> bool:

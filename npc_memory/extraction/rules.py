@@ -448,6 +448,7 @@ class RuleBasedExtractor:
             intensity=round(intensity, 3),
             actor=lead.actor,
             source=_source_of(lead, valence),
+            evidence=tuple(sorted({h.clause.line for h in group})),
         )
 
     def _fact(self, job: ExtractionJob, line: int, hit: Hit) -> ExtractedMemory:
@@ -463,6 +464,7 @@ class RuleBasedExtractor:
             intensity=round(self._intensity(turn.text), 3),
             actor=hit.actor,
             source="said",
+            evidence=(line,),
         )
 
     def _score(self, job: ExtractionJob, line: int, seen: set[str]) -> tuple[int, float, str] | None:
@@ -534,6 +536,7 @@ class RuleBasedExtractor:
                 intensity=round(max(self._intensity(statement) for _, _, statement in run), 3),
                 actor=actor,
                 source="said",
+                evidence=tuple(line for line, _, _ in run),
             )
             found.append((lead[1], -run[0][0], memory))
         found.sort(key=lambda item: (-item[0], -item[1]))

@@ -10,6 +10,12 @@ strict where the answer is structurally wrong:
   stripped and cut to 500 characters, importance and intensity clamped into [0, 1],
   unknown kinds → episodic, unknown valences → neutral, tags lower-cased, stripped,
   cut to 32 characters, at most 8;
+- ``actor`` is "player", "npc" or the name of a third party (anything else: "player");
+  ``evidence`` is the 1-based numbers of the transcript lines a memory rests on, kept as
+  0-based line indexes; evidence that is not a list of whole numbers is kept as
+  line 0, one that does not exist, so grounding drops that memory and names why
+  (:mod:`npc_memory.extraction.grounding`), and a missing one as ``()`` (dropped as
+  uncited);
 - memories without usable content, and game-only memories, are dropped;
 - anything structurally wrong (not an object, no ``memories`` list, an item that is not
   an object, tags that are not a list, a number that is not a finite number) raises
@@ -41,10 +47,14 @@ __all__ = [
 ]
 
 MAX_TAGS = 8
+MAX_EVIDENCE = 12
+"""Cited lines kept per memory (a conversation has at most a few dozen)."""
 MAX_READ = 16
 """Items of an answer's ``memories`` list that are read; the rest are ignored."""
 
-_FILLED: dict[str, Any] = {"content": "", "tags": [], "importance": 0.5, "intensity": 0.0}
+_FILLED: dict[str, Any] = {"content": "", "tags": [], "importance": 0.5, "intensity": 0.0, "evidence": []}
+MAX_ACTOR = 64
+"""Characters of a third party's name kept from ``actor``."""
 
 
 class MemoryOut(BaseModel):
@@ -61,8 +71,11 @@ class MemoryOut(BaseModel):
     importance: float = Field(description="0 to 1: how much this matters to the NPC.")
     valence: Literal["positive", "neutral", "negative"] = Field(description="How the NPC feels about it.")
     intensity: float = Field(description="0 to 1: how emotionally charged it was.")
-    actor: Literal["player", "npc"] = Field(
-        description="Whose doing or saying this records: the player's, or the NPC's own."
+    actor: str = Field(
+        description='Whose doing or saying this records: "player", "npc", or the name of the third party.'
+    )
+    evidence: list[int] = Field(
+        description="The numbers of the transcript lines this memory rests on (1 is the first line)."
     )
 
     @model_validator(mode="before")
@@ -93,8 +106,17 @@ class MemoryOut(BaseModel):
 
     @field_validator("actor", mode="before")
     @classmethod
-    def _actor(cls, value: Any) -> Any:
-        return value if value in ("player", "npc") else "player"
+    def _actor(cls, value: Any) -> str:
+        return value.strip()[:MAX_ACTOR] or "player" if isinstance(value, str) else "player"
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _evidence(cls, value: Any) -> list[int]:
+        if not isinstance(value, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in value
+        ):
+            return [0]  # line 0 does not exist: grounding drops the memory and counts why
+        return value[:MAX_EVIDENCE]
 
     @field_validator("tags", mode="before")
     @classmethod
@@ -128,6 +150,8 @@ class MemoryOut(BaseModel):
             valence=self.valence,
             intensity=self.intensity,
             actor=self.actor,
+            source="witnessed" if self.actor == "player" else "said" if self.actor == "npc" else "heard",
+            evidence=tuple(n - 1 for n in self.evidence),
         )
 
 
