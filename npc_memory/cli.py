@@ -352,6 +352,14 @@ def _stats(args: argparse.Namespace) -> int:
             f"{stats.npcs} NPCs, {stats.players} players, {stats.memories} memories, {stats.facts} facts, "
             f"{stats.relationships} relationships; {stats.pending_extractions} pending extractions"
         )
+        if stats.memories_by_source:
+            by_source = sorted(stats.memories_by_source.items())
+            sources = ", ".join(f"{count} {source}" for source, count in by_source)
+            print(f"memories about players by source: {sources}")
+        if stats.grounding:
+            print("grounding of LLM memories:")
+            for reason, count in stats.grounding.items():
+                print(f"  {count:6d}  {reason}")
         print(
             f"{stats.bytes} bytes on disk ({stats.journal_bytes} in {stats.journal_segments} journal "
             f"segments), {stats.audit_entries} audit entries, {stats.quarantined} quarantined files"

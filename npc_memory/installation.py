@@ -134,6 +134,7 @@ def install(
             if contents.meta is not None:
                 meta = contents.meta
                 pipeline.restore(meta.pending_extractions)
+                pipeline.stats.grounding.restore(meta.grounding)
                 clock.set(max(meta.clock, clock.now))
                 snapshots = meta.snapshots
                 if meta.rng_state is not None:

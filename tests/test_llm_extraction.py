@@ -181,9 +181,10 @@ def test_failures_fall_back_to_the_rules_with_the_reason(api: FakeMessagesAPI, r
 
 
 def test_out_of_range_values_are_clamped_and_extra_memories_cut(api: FakeMessagesAPI) -> None:
+    endings = ("soon", "with me", "together", "at the village", "to drive them off")  # no number said nowhere
     memories = [
-        memory(content=f"Alice will fight the bandits {i}", importance=i / 10, tags=["Trade", "TRADE", "gold"])
-        for i in range(5)
+        memory(content=f"Alice will fight the bandits {end}", importance=i / 10, tags=["Trade", "TRADE", "gold"])
+        for i, end in enumerate(endings)
     ] + [memory(content="Alice will fight the bandits " + "x" * 900, importance=7, intensity=-3, kind="dream",
                 valence="ecstatic")]
     api.default = Reply(body=message(memories))
@@ -196,8 +197,10 @@ def test_out_of_range_values_are_clamped_and_extra_memories_cut(api: FakeMessage
     top = max(held, key=lambda m: len(m.content))
     assert (len(top.content), top.importance, top.intensity, top.valence) == (500, 1.0, 0.0, "neutral")
     long = ("Alice will fight the bandits " + "x" * 900)[:500]
-    assert {m.content for m in held} == {long, "Alice will fight the bandits 4", "Alice will fight the bandits 3"}
-    assert next(m for m in held if m.content == "Alice will fight the bandits 4").tags == ("trade", "gold")
+    assert {m.content for m in held} == {long, "Alice will fight the bandits to drive them off",
+                                       "Alice will fight the bandits at the village"}
+    deed = next(m for m in held if m.content == "Alice will fight the bandits to drive them off")
+    assert deed.tags == ("trade", "gold")
 
 
 def test_game_only_memories_from_the_llm_are_never_stored(api: FakeMessagesAPI) -> None:

@@ -41,7 +41,7 @@ class ExtractionStats:
     duplicates skipped, fallbacks to the rules by reason; and over every LLM call of the
     plugin's gateway (extraction, summaries, replies): calls, failures, tokens and
     their cost in USD. ``llm`` has the gateway's counters per purpose; ``grounding``
-    counts the LLM's memories the transcript did not support (see
+    counts what grounding did with the LLM's memories, per outcome and reason (see
     :mod:`npc_memory.extraction.grounding`)."""
 
     def __init__(self, llm: LLMStats | None = None, grounding: GroundingStats | None = None) -> None:

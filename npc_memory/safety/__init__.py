@@ -6,11 +6,13 @@ presents remembered text as data inside delimiters a model is told never to foll
 from npc_memory.safety.pii import Finding
 from npc_memory.safety.screen import (
     DATA_NOTICE,
+    FLAG_MARK,
     QUOTE_CLOSE,
     QUOTE_OPEN,
     Screen,
     Screener,
     ScreenResult,
+    is_marked,
     quote,
     redact_texts,
     screen,
@@ -18,12 +20,14 @@ from npc_memory.safety.screen import (
 
 __all__ = [
     "DATA_NOTICE",
+    "FLAG_MARK",
     "QUOTE_CLOSE",
     "QUOTE_OPEN",
     "Finding",
     "Screen",
     "ScreenResult",
     "Screener",
+    "is_marked",
     "quote",
     "redact_texts",
     "screen",

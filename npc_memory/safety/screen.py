@@ -88,6 +88,15 @@ def screen(text: str, rules: SafetyRules | None = None) -> ScreenResult:
     return (_DEFAULT if rules is None else Screen(rules))(text)
 
 
+FLAG_MARK = "⚑ "
+"""The mark a flagged utterance kept as a quotation starts with."""
+
+
+def is_marked(text: str) -> bool:
+    """Whether ``text`` is a flagged line kept as a quotation."""
+    return text.startswith(FLAG_MARK)
+
+
 def quote(text: str) -> str:
     """``text`` as quoted data: inside « », with any « or » of its own neutralised so
     the quotation cannot be closed from inside."""

@@ -34,10 +34,11 @@ from npc_memory.extraction.rules import summarize
 from npc_memory.rules import privacy as privacy_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.rules.knowledge import FLAGGED
+from npc_memory.safety import is_marked
 from npc_memory.services.knowledge import KnowledgeService
 from npc_memory.services.memories import MemoryService
 from npc_memory.services.relationships import RelationshipService
-from npc_memory.services.safety import is_marked, said
+from npc_memory.services.safety import said
 from npc_memory.state import Part, TickShare, WorldState
 
 RULES_CONFIDENCE = 0.7

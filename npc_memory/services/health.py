@@ -196,6 +196,7 @@ class HealthService:
                 "dropped": stats.dropped,
                 "duplicates": stats.duplicates,
                 "fallbacks": dict(stats.fallbacks),
+                "grounding": stats.grounding.as_dict(),
             },
             "llm": {
                 "calls": stats.llm_calls,

@@ -26,8 +26,9 @@ from npc_memory.rules import decay as decay_rules
 from npc_memory.rules import memory as memory_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.rules.knowledge import FLAGGED
+from npc_memory.safety import is_marked
 from npc_memory.services.relationships import RelationshipService
-from npc_memory.services.safety import SafetyService, is_marked, marked
+from npc_memory.services.safety import SafetyService, marked
 from npc_memory.state import Part, WorldState
 
 NPC_CAP_CHECKS = 20

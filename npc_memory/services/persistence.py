@@ -423,6 +423,7 @@ class PersistenceService:
             rng_gauss=rng_gauss,
             snapshots=snapshots,
             pending_extractions=[j for j in self.pipeline.unsaved() if not self.excluded(j)],
+            grounding=dict(self.pipeline.stats.grounding.reasons),
         )
 
     # ------------------------------------------------------------------ snapshot rounds

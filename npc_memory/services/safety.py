@@ -12,11 +12,8 @@ from typing import Any
 import msgspec
 
 from npc_memory.components import Turn
-from npc_memory.safety import Screen, Screener, ScreenResult, quote
+from npc_memory.safety import FLAG_MARK, Screen, Screener, ScreenResult, is_marked, quote
 from npc_memory.state import WorldState
-
-FLAG_MARK = "⚑ "
-"""The mark a flagged utterance kept as a quotation starts with."""
 
 CACHED_LINES = 1024
 """Screen results kept for repeated texts (pack facts given to many NPCs, gossip)."""
@@ -36,11 +33,6 @@ def marked(result: ScreenResult) -> str:
     """The text a flagged line is kept as: marked and quoted, so it reads as something
     said, never as an instruction."""
     return FLAG_MARK + quote(result.text)
-
-
-def is_marked(text: str) -> bool:
-    """Whether ``text`` is a flagged line kept as a quotation."""
-    return text.startswith(FLAG_MARK)
 
 
 def said(turn: Turn) -> str:

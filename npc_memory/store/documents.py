@@ -95,7 +95,9 @@ class StoreMeta(msgspec.Struct, kw_only=True):
     """Store-wide state: schema version, world, pack, game clock (game seconds), the
     random generator's state (``rng_state``: base64 of its 625 32-bit words;
     ``rng_gauss``: its cached gaussian, if any), the number of completed snapshots, and
-    the extraction jobs not yet applied (restored into the queue on load)."""
+    the extraction jobs not yet applied (restored into the queue on load), and what
+    grounding did with an LLM's memories over the store's life (``grounding``: counts
+    by ``"<outcome>: <reason>"``, see :mod:`npc_memory.extraction.grounding`)."""
 
     schema_version: int = SCHEMA_VERSION
     world: str = ""
@@ -106,6 +108,7 @@ class StoreMeta(msgspec.Struct, kw_only=True):
     rng_gauss: float | None = None
     snapshots: int = 0
     pending_extractions: list[ExtractionJob] = msgspec.field(default_factory=list)
+    grounding: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 def pack_rng_state(rng: random.Random) -> tuple[str, float | None]:

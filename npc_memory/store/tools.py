@@ -422,7 +422,10 @@ class StoreStats(msgspec.Struct, kw_only=True):
     """A store at rest in numbers (``npc-memory stats``): ``health`` is ``ok`` or
     ``damaged`` (then ``problems`` says what loading would refuse, and the counts are
     zero); sizes in bytes; ``pending_extractions``: the conversations waiting for
-    extraction (in the metadata or in an NPC's document)."""
+    extraction (in the metadata or in an NPC's document); ``memories_by_source``: the
+    memories about players by how the NPC knows them (witnessed, said, claimed, heard,
+    authored); ``grounding``: what grounding did with an LLM's memories, by
+    ``"<outcome>: <reason>"``, over the store's life."""
 
     path: str
     health: Literal["ok", "damaged"] = "ok"
@@ -437,6 +440,8 @@ class StoreStats(msgspec.Struct, kw_only=True):
     facts: int = 0
     relationships: int = 0
     pending_extractions: int = 0
+    memories_by_source: dict[str, int] = msgspec.field(default_factory=dict)
+    grounding: dict[str, int] = msgspec.field(default_factory=dict)
     bytes: int = 0
     journal_bytes: int = 0
     journal_segments: int = 0
@@ -472,11 +477,16 @@ def store_stats(path: str | os.PathLike[str]) -> StoreStats:
                 pending.update(conversation.conversation for conversation in document.working.pending)
                 stats.npcs += 1
                 stats.memories += document.bank.count()
+                by_source = stats.memories_by_source
+                for pair in document.bank.players.values():
+                    for memory in pair.all():
+                        by_source[memory.source] = by_source.get(memory.source, 0) + 1
                 stats.facts += len(document.knowledge.facts)
                 stats.relationships += len(document.relationships.by_player)
             else:
                 stats.players += 1
         stats.pending_extractions = len(pending)
+        stats.grounding = dict(sorted(meta.grounding.items()))
     for file in store.path.rglob("*"):
         with contextlib.suppress(OSError):
             if file.is_file():
