@@ -187,6 +187,7 @@ class MemoryPlugin:
         self._installed = True
         self._pipeline = pipeline
         self._resolve = Resolver(state)
+        pipeline.archetype_of = self._archetype_of
         self._relationships = RelationshipService(state)
         self._persistence = PersistenceService(state, store, pipeline, snapshots)
         self._safety = SafetyService(state, self._persistence.audit)
@@ -651,6 +652,34 @@ class MemoryPlugin:
         if speaker != line.speaker:
             line = Turn(speaker, line.text)
         self._conversations.say(npc_handle, player_handle, line, MAX_TURNS)
+
+    def set_llm_extraction(self, npc: Ref, use: bool | None, *, priority: bool = False) -> None:
+        """Choose whether the LLM (when one is configured) extracts ``npc``'s
+        conversations: ``True`` always (budgets permitting), ``False`` never (the rule
+        reader does), ``None`` as the pack's ``[llm] extraction_archetypes`` says for its
+        archetype (the default). ``priority``: it keeps the model once less than the
+        pack's ``low_budget_share`` of the day's tokens is left, when others go to the
+        rule reader (as do NPCs of ``priority_archetypes``). A game's choice lasts while
+        the plugin is installed: make it again after ``add_npc`` when the game starts."""
+        key = self._resolve.npc(npc).identity.key
+        if use is not None and not isinstance(use, bool):
+            raise InvalidArgumentError(f"use must be True, False or None, got {use!r}")
+        check_flag("priority", priority)
+        if use is None:
+            self._pipeline.chosen.pop(key, None)
+        else:
+            self._pipeline.chosen[key] = use
+        if priority:
+            self._pipeline.priority.add(key)
+        else:
+            self._pipeline.priority.discard(key)
+
+    def _archetype_of(self, key: str) -> str | None:
+        live = self._state.registry.live_npc(key)
+        if live is not None:
+            return live.traits.archetype
+        stored = self._state.stored.get(key)
+        return stored.archetype if isinstance(stored, NpcDocument) else None
 
     @_delivers
     def end_conversation(self, npc: Ref, player: Ref) -> ConversationEnded | None:

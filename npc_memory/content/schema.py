@@ -462,8 +462,16 @@ class LlmRules(_Model):
     a whole call including the SDK's retries and any retry-after wait. At uninstall,
     extraction calls in flight get ``shutdown_grace`` real seconds to bring their
     answers (kept, so they are not paid for again after a restart) before the rest
-    are cancelled."""
+    are cancelled.
 
+    Who gets the model: NPCs of ``extraction_archetypes`` (``None``: every NPC; a game
+    may choose per NPC, see ``MemoryPlugin.set_llm_extraction``), the rest the rule
+    reader. Once less than ``low_budget_share`` of the day's ``daily_tokens`` is left,
+    only NPCs of ``priority_archetypes`` (or that the game marks as priority) keep it."""
+
+    extraction_archetypes: list[Key] | None = None
+    priority_archetypes: list[Key] = Field(default_factory=list)
+    low_budget_share: Unit = 0.2
     daily_tokens: PositiveInt = 2_000_000
     npc_daily_tokens: PositiveInt = 60_000
     requests_per_minute: PositiveInt = 50
@@ -963,6 +971,13 @@ def cross_problems(data: Any) -> list[tuple[str, str]]:
         faction = table(archetype).get("faction")
         if isinstance(faction, str) and faction not in factions:
             problems.append((f"archetypes.{key}.faction", f"unknown faction '{faction}'"))
+    llm = table(data.get("llm"))
+    for field in ("extraction_archetypes", "priority_archetypes"):
+        problems += [
+            (f"llm.{field}", f"unknown archetype '{a}'")
+            for a in items(llm.get(field))
+            if isinstance(a, str) and a not in archetypes
+        ]
     limits = Limits()
     with contextlib.suppress(ValueError):  # a bad [limits] is a field error; the defaults judge meanwhile
         limits = Limits.model_validate(data.get("limits", {}))

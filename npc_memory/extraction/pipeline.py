@@ -9,7 +9,7 @@ from __future__ import annotations
 import concurrent.futures
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -161,6 +161,12 @@ class ExtractionPipeline:
         self.restored: set[str] = set()
         """Conversations of the jobs taken back after a restart and not applied since: a
         snapshot may hold part of their result already (applied a memory per step)."""
+        self.archetype_of: Callable[[str], str | None] = lambda npc: None
+        """The archetype of an NPC by key (set by the plugin), for :meth:`rules_reason`."""
+        self.chosen: dict[str, bool] = {}
+        """The game's choice per NPC key: always the model (``True``) or never (``False``)."""
+        self.priority: set[str] = set()
+        """NPC keys the game marks as keeping the model when the budget runs low."""
         self.reading: Reading | None = None
         """The rules' reading of the job first in the queue, while it is read a line per
         step (see :meth:`advance`): it stays queued, so saved as pending, until read."""
@@ -254,6 +260,10 @@ class ExtractionPipeline:
             self.ready.append(self._by_rules(job, reading.memories or (), "rules: no llm configured"))
             return 1
         self.queue.popleft()
+        reason = self.rules_reason(job.npc)
+        if reason is not None:
+            self.ready.append(self.extract_now(job, reason))
+            return 1
         request = self.extractor.request(job, self.gateway.settings.max_tokens, self.tags)
         submitted = self.gateway.submit(job.npc, "extraction", request)
         if isinstance(submitted, Refusal):
@@ -261,6 +271,23 @@ class ExtractionPipeline:
         else:
             self.in_flight.append(_InFlight(job, submitted))
         return 1
+
+    def rules_reason(self, npc: str) -> str | None:
+        """Why the rule reader, not the model, extracts a conversation of ``npc`` (with an
+        LLM configured), or ``None`` when the model does: the game's choice for the NPC,
+        else its archetype against the pack's ``[llm] extraction_archetypes``; and once
+        less than ``low_budget_share`` of the day's tokens is left, priority NPCs only."""
+        rules = self.llm
+        archetype = self.archetype_of(npc)
+        chosen = self.chosen.get(npc)
+        if chosen is None:
+            chosen = rules.extraction_archetypes is None or archetype in rules.extraction_archetypes
+        if not chosen:
+            return "rules: not chosen for the llm"
+        low = self.limiter.share_left() < rules.low_budget_share
+        if low and npc not in self.priority and archetype not in rules.priority_archetypes:
+            return "rules: budget low, the llm kept for priority npcs"
+        return None
 
     def _read(self, job: ExtractionJob) -> Reading:
         rules = self.rules

@@ -91,6 +91,12 @@ class BudgetLimiter:
                 return f"budget: daily tokens for {npc} ({npc_spent} of {self.npc_daily_tokens} used)"
             return None
 
+    def share_left(self) -> float:
+        """The share of today's ``daily_tokens`` not yet spent or reserved, in [0, 1]."""
+        with self._lock:
+            self._roll_day()
+            return max(0.0, 1.0 - self.spent_today / self.daily_tokens)
+
     def reserve(self, npc: str, estimate: int) -> None:
         """Count one request and ``estimate`` tokens for ``npc`` (after :meth:`check`)."""
         with self._lock:
