@@ -87,6 +87,15 @@ def test_a_memory_the_lines_do_not_bear_is_dropped_and_counted_by_reason(
     assert plugin.metrics()["extraction"]["grounding"]["reasons"][reason] == 1
 
 
+def test_a_deed_credited_to_someone_nobody_named_is_dropped(api: FakeMessagesAPI) -> None:
+    plugin = make_plugin(api)
+    answer(api, cited("A hunter killed a wolf up north.", [1], tags=["combat"], actor="Zed"),
+           cited("Alice talks of wolves.", [1], tags=["news"]))
+    talk(plugin, ("Alice", "I killed a wolf up north, two days ago."), ("Hilda", "Aye? Big one?"))
+    assert [m.content for m in plugin.memories("hilda", "alice")] == ["Alice talks of wolves."]
+    assert plugin.extraction.stats.grounding.reasons == {"dropped: credits someone nobody in the talk named": 1}
+
+
 def test_a_memory_without_its_evidence_field_is_dropped_not_a_crash(api: FakeMessagesAPI) -> None:
     plugin = make_plugin(api)
     bare = memory("Alice killed a wolf up north.", tags=["combat"])

@@ -8,7 +8,7 @@ what it can show is wrong:
   safety screen; content that shares no content word with its cited lines (or the
   lines they answer), or fewer than :data:`SUPPORTED_SHARE` of its content words;
   content that names a person, place or number said nowhere in the conversation (an
-  invention).
+  invention), or an actor who is nobody the conversation names.
 - **Refiled as the NPC's own**: a memory that credits the player with a deed whose
   only cited lines are the NPC's own first-person lines ("When I was a lad I stole
   bread"): worded as that line, in the NPC's words, and never counted against the
@@ -191,6 +191,8 @@ class Grounding:
         if unsaid := _unsaid(memory.content, text.said):
             return self._drop(f"names what was never said ({unsaid})")
         actor = self._actor(job, memory.actor)
+        if actor not in (PLAYER, NPC) and not re.search(rf"\b{re.escape(actor.casefold())}\b", text.said):
+            return self._drop("credits someone nobody in the talk named")
         if actor != PLAYER:
             source: MemorySource = "said" if actor == NPC else "heard"
             return self._keep(msgspec.structs.replace(memory, actor=actor, source=source))
