@@ -651,16 +651,19 @@ def run_model(
     """Play every conversation through one installed plugin (each its own NPC and player,
     so every talk starts from a fresh relationship), extract with the model behind the
     fake API, and collect what was stored. The world is uninstalled and deleted after."""
-    sim = model if isinstance(model, SimModel) else MODEL_CLASSES[model](
+    offline = model == "rules"  # no model at all: the rule reader, as without an API key
+    sim = model if isinstance(model, SimModel) else MODEL_CLASSES["careful" if offline else model](
         load_injections() if attacks is None else attacks
     )
+    if offline:
+        sim.name = "rules"
     world = world or f"sim-{sim.name}"
     api = FakeMessagesAPI(responder=sim)
     api.start()
     previous = esper.current_world
     started = time.perf_counter()
     try:
-        llm = npc_memory.AnthropicExtractor(api_key="test-key", base_url=api.base_url)
+        llm = None if offline else npc_memory.AnthropicExtractor(api_key="test-key", base_url=api.base_url)
         plugin = npc_memory.install(world=world, pack=sim_pack(), llm=llm, deterministic=True)
         seen: dict[tuple[str, str], MemoriesExtracted] = {}
         plugin.on(MemoriesExtracted, lambda event: seen.__setitem__((event.npc, event.player), event))

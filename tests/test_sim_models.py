@@ -1,8 +1,8 @@
 """Simulated models through the real SDK and the local fake Messages API, on the 160
 dialogues of ../shared/data/dialogue/dialogues_dev.json (skipped without them): what the
 plugin stores from a careful model, an inventor, a misattributor and a model that obeys
-an injected line. The figures are in benchmarks/README.md; print them with
-``python -m tests.test_sim_models``."""
+an injected line, and, for comparison, the offline rule reader. The figures are in
+benchmarks/README.md; print them with ``python -m tests.test_sim_models`` (see :func:`main`)."""
 
 from __future__ import annotations
 
@@ -43,12 +43,24 @@ def test_inventions_misattributions_and_obeyed_injections_rarely_get_through(
     assert scores["obeyer"].false_memory_talks == []
 
 
-if __name__ == "__main__":
+def main(argv: list[str]) -> None:
+    """``python -m tests.test_sim_models [rules|careful|inventor|misattributor|obeyer ...]
+    [--misses]``: each model's figures (default: the four simulated models), per actor,
+    category and trust label; ``rules`` is the offline rule reader (no model at all);
+    ``--misses`` lists every miss with the transcript, the answer and what was stored."""
+    misses = "--misses" in argv
+    models = [a for a in argv if a != "--misses"] or list(sm.MODELS)
     with tempfile.TemporaryDirectory() as config_dir:
         patch = pytest.MonkeyPatch()
         sm.clean_anthropic_environment(patch, Path(config_dir))
         data = sm.load_conversations()
-        for model in sm.MODELS:
+        for model in models:
             run = sm.run_model(model, data)
-            sm.report(run, sm.score(run))
+            sm.report(run, sm.score(run), show_misses=misses)
         patch.undo()
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
