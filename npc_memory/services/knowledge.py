@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 
-from npc_memory.components import SELF, Fact, FactCategory, FactSource, Hop, NpcHandle, Scope
+import msgspec
+
+from npc_memory.components import SELF, EpisodicMemory, Fact, FactCategory, FactSource, Hop, NpcHandle, Scope
 from npc_memory.components.relationship import Dimension
 from npc_memory.errors import MemoryCapacityError, PrivacyError
 from npc_memory.events import FactLearned, SecretLearned
@@ -291,11 +293,16 @@ class KnowledgeService:
         scope = self.scope_of_subject(subject) if scope is None else scope
         deltas = None if screened.flagged else self.hearsay_deltas(subject, tags, importance, confidence, 1.0)
         about = subject if self.is_player(subject) else None  # whose pair the witnesses' memory joins
+        known = subject in self.state.registry.by_key or subject in self.state.stored
+        episode = self.memories.episode(  # what each witness saw, built once
+            content, tags=tags, importance=importance, confidence=confidence, scope=scope, room=room,
+            actor=subject if known else None, source="witnessed",
+        )
         live_npc = self.state.registry.live_npc
         for key in witnesses:
             npc = live_npc(key)
             assert npc is not None
-            seen = self._witnessed(npc, about, content, subject, tags, importance, confidence, room, scope)
+            seen = self._witnessed(npc, about, episode)
             fact = self.learn(
                 npc,
                 content=content,
@@ -328,32 +335,17 @@ class KnowledgeService:
                 actor=subject, source="heard", teller=teller, screened=True,
             )
 
-    def _witnessed(
-        self,
-        npc: NpcHandle,
-        about: str | None,
-        content: str,
-        subject: str | None,
-        tags: tuple[str, ...],
-        importance: float,
-        confidence: float,
-        room: str,
-        scope: Scope,
-    ) -> str | None:
-        """The episodic memory a witness keeps of what it saw (``content`` as screened),
-        filed about the player ``about`` or the world, its actor ``subject`` (the witness
-        itself is :data:`SELF`; a subject that is no NPC or player the plugin knows,
-        ``None``); its id, or ``None`` when it could not be kept."""
-        known = subject in self.state.registry.by_key or subject in self.state.stored
-        actor = SELF if subject == npc.identity.key else subject if known else None
+    def _witnessed(self, npc: NpcHandle, about: str | None, episode: EpisodicMemory) -> str | None:
+        """``npc`` keeps ``episode``, what it saw, filed about the player ``about`` or the
+        world; its actor is the subject, or :data:`SELF` when the subject is ``npc``
+        (``None``: one the plugin does not know). The memory's id, or ``None`` when it
+        could not be kept."""
+        if episode.actor == npc.identity.key:
+            episode = msgspec.structs.replace(episode, actor=SELF)
         try:
-            memory = self.memories.remember(
-                npc, about, content, tags=tags, importance=importance, confidence=confidence,
-                scope=scope, room=room, actor=actor, source="witnessed", screened=True,
-            )
-        except (MemoryCapacityError, PrivacyError):
+            return self.memories.remember_copy(npc, about, episode).id
+        except MemoryCapacityError:
             return None
-        return memory.id
 
     def forget_expired(self, npc: NpcHandle) -> bool:
         """Remove ``npc``'s expired facts; whether any went."""

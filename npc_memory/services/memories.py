@@ -89,9 +89,7 @@ class MemoryService:
             content = result.text
         now = self.state.clock.now
         key = player
-        if key is not None and key not in npc.bank.players:
-            self.relationships.new_player(npc, key)  # (may let other players go first)
-        pair = npc.bank.pair_for_write(key)
+        pair = self._pair_for_write(npc, key)
         memory_id = f"m{npc.bank.next_id}"
         common = {
             "content": content,
@@ -146,10 +144,7 @@ class MemoryService:
             records: list[Memory] = getattr(pair, kind)
             records[records.index(held)] = memory
         else:
-            rules = self.state.pack.memory
-            memory_rules.insert_numbered(npc.bank, pair, memory, rules, now)
-            if npc.bank.next_id % max(1, rules.memories_per_npc // NPC_CAP_CHECKS) == 0:
-                decay_rules.over_npc_cap(npc.bank, rules, now)
+            self._insert(npc, pair, memory)
         self.state.mark(npc.identity.key, Part.BANK)
         if key is not None and habit is None and held is None:
             self._check_milestone(npc, key, len(pair))
@@ -161,6 +156,53 @@ class MemoryService:
             if deltas:
                 self.relationships.change(npc, key, deltas)
         return memory
+
+    def episode(
+        self,
+        content: str,
+        *,
+        tags: tuple[str, ...],
+        importance: float,
+        confidence: float,
+        scope: Scope,
+        room: str,
+        actor: str | None,
+        source: MemorySource,
+    ) -> EpisodicMemory:
+        """An episode made now from ``content`` as screened (flagged when marked), not yet
+        held by anyone (its id is empty): the template :meth:`remember_copy` files."""
+        if is_marked(content) and FLAGGED not in tags:
+            tags = (*tags, FLAGGED)
+        now = self.state.clock.now
+        return EpisodicMemory(
+            id="", content=content, tags=tags, importance=float(importance), confidence=float(confidence),
+            created=now, last_accessed=now, scope=scope, room=room, game=self.state.game,
+            actor=actor, source=source,
+        )
+
+    def remember_copy(self, npc: NpcHandle, player: str | None, template: EpisodicMemory) -> EpisodicMemory:
+        """Store for ``npc`` a copy of ``template`` (an episode built once for many NPCs,
+        its content already screened: what every witness of one ``observe`` saw) about
+        ``player`` (``None``: the world), numbered from ``npc``'s bank and within the
+        pair's caps; it moves nothing. Raises as :meth:`remember` does."""
+        pair = self._pair_for_write(npc, player)
+        memory = msgspec.structs.replace(template, id=f"m{npc.bank.next_id}")
+        self._insert(npc, pair, memory)
+        self.state.mark(npc.identity.key, Part.BANK)
+        if player is not None:
+            self._check_milestone(npc, player, len(pair))
+        return memory
+
+    def _pair_for_write(self, npc: NpcHandle, player: str | None) -> PairMemories:
+        if player is not None and not (player in npc.bank.players or player in npc.relationships.by_player):
+            self.relationships.new_player(npc, player)  # (may let other players go first)
+        return npc.bank.pair_for_write(player)
+
+    def _insert(self, npc: NpcHandle, pair: PairMemories, memory: Memory) -> None:
+        rules = self.state.pack.memory
+        memory_rules.insert_numbered(npc.bank, pair, memory, rules, self.state.clock.now)
+        if npc.bank.next_id % max(1, rules.memories_per_npc // NPC_CAP_CHECKS) == 0:
+            decay_rules.over_npc_cap(npc.bank, rules, self.state.clock.now)
 
     def weight(self, memory: Memory, player: str) -> float:
         """How much ``memory`` moves the NPC's relationship with ``player``, as a share of

@@ -131,10 +131,10 @@ class RelationshipService:
         return self._view(npc, rel, self.player_faction(player)[0])
 
     def new_player(self, npc: NpcHandle, player: str) -> None:
-        """``npc`` is about to take on ``player`` (a relationship or memories, where it
-        holds none of that kind): noted in :attr:`crowded` when it may then hold more
-        than ``players_per_npc``; held to it at once (:attr:`overfull`, which may let
-        ``player`` go too if it held them already) when it would pass the hard bound."""
+        """``npc`` is about to take on ``player``, of whom it holds neither memories nor a
+        relationship: noted in :attr:`crowded` when it may then hold more than
+        ``players_per_npc``; held to it at once (:attr:`overfull`) when it would pass
+        the hard bound."""
         cap = self.state.pack.memory.players_per_npc
         held = len(npc.bank.players) + len(npc.relationships.by_player) + 1
         if held <= cap:
@@ -263,7 +263,8 @@ class RelationshipService:
         baseline = self.initial(npc.faction.faction, faction)
         if old is None:
             start = baseline
-            self.new_player(npc, player)
+            if player not in npc.bank.players:  # (one it holds memories of is no new player)
+                self.new_player(npc, player)
         else:  # the drift since the last write first, then the change
             start = decay_rules.drifted(old, baseline, self._half_life, now)
         changes["drifted_at"] = now
