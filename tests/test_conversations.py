@@ -88,7 +88,7 @@ def test_extraction_applies_within_the_tick_budgets() -> None:
     assert counts == [1, 2, 3, 4, 4]  # one applied per tick although two were dispatched
     assert [e.reason for e in seen] == ["rules: no llm configured"] * 4
     memory = plugin.memories("hilda", "alice")[0]
-    assert memory.tags == ("helpful",) and memory.confidence == 0.7 and memory.source_conversation
+    assert "helpful" in memory.tags and memory.confidence == 0.7 and memory.source_conversation
 
 
 def test_a_full_queue_extracts_inline_or_drops_but_always_says_so() -> None:
@@ -220,10 +220,10 @@ def bandits(p: npc_memory.MemoryPlugin, crier: str, answer: tuple[str, str]) -> 
 
 
 def test_the_bandit_conversation_offline(village: Village) -> None:
-    """The blacksmith cries for help and Alice answers: a heroic/combat memory of Alice,
-    and more trust and respect for her, with no LLM at all."""
+    """The blacksmith cries for help and Alice answers: a memory of Alice taking on the fight,
+    a task not yet done (quest), and more trust and respect for her, with no LLM at all."""
     before, memory, after = bandits(village.plugin, "Hilda", ("Alice", "I'll get my sword. Together we'll drive them off."))
-    assert memory.tags == ("heroic", "combat") and memory.source_conversation == "hilda/alice/1"
+    assert memory.tags == ("quest",) and memory.source_conversation == "hilda/alice/1"
     assert memory.content.startswith('Alice promised me (Alice: "I\'ll get my sword.')
     assert after.trust > before.trust and after.respect > before.respect
 

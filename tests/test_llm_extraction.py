@@ -138,7 +138,7 @@ def test_a_retry_after_beyond_the_deadline_fails_at_once(api: FakeMessagesAPI) -
     converse(plugin)
     tick_until(plugin, lambda: bool(seen))
     assert (seen[0].source, seen[0].reason) == ("rules", "fallback: api error 429 (retry-after 3600 s is past the 1 s deadline)")
-    assert [m.tags for m in plugin.memories("hilda", "alice") if m.tags] == [("heroic", "combat")]
+    assert [m.tags for m in plugin.memories("hilda", "alice") if m.tags] == [("quest",)]
     assert len(api.requests) == 1 and plugin.extraction.limiter.spent_today == 0
 
 
@@ -175,7 +175,7 @@ def test_failures_fall_back_to_the_rules_with_the_reason(api: FakeMessagesAPI, r
     converse(plugin)
     tick_until(plugin, lambda: bool(seen))
     assert (seen[0].source, seen[0].reason[: len(reason)]) == ("rules", reason)
-    assert plugin.memories("hilda", "alice")[0].tags == ("heroic", "combat")  # the rules still remembered
+    assert plugin.memories("hilda", "alice")[0].tags == ("quest",)  # the rules still remembered (a fight promised: a task taken on)
     assert plugin.extraction.stats.llm_failures == 1
     assert plugin.extraction.stats.fallbacks == {seen[0].reason: 1}
 

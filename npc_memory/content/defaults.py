@@ -49,7 +49,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
         "cues": [
             {"who": "player", "words": [
                 "let me help", "i'?ll help", "i can help", "i will help", "happy to help", "i fixed",
-                "i repaired", "i patched", "i'?ll carry", "i brought you", "of course, i'?m heading",
+                "i repaired", "i patched", "i'?ll carry", "of course, i'?m heading",
             ]},
             {"who": "npc", "words": [
                 "thank you for the help", "thanks for the help", "thank you for your help", "you helped",
@@ -68,6 +68,12 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 "quest", "bounty", "reward", "errand", "task for you", "i promise", "you have my word",
                 "could you (?:find|deliver|bring|fetch)", "find it for me", "deliver", "retrieve", "escort",
                 "take the job", "bring me",
+            ]},
+            {"who": "player", "words": [
+                "i'?ll (?:find|fetch|bring|carry|deliver|scout|track|hunt|copy|look for)"
+                " (?:her|him|it|them|the|your|you|a|an|some|that|this|those|these)",
+                "i'?ll go (?:at|tonight|tomorrow|today|now|first thing|before)", "i'?ll do it",
+                "i'?ll have (?:it|them|her|him) back", "leave it (?:to|with) me", "consider it done",
             ]},
             {"who": "npc", "words": ["went missing", "has gone missing", "could you look for"]},
         ],
@@ -101,6 +107,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
     },
     "gift": {
         "description": "the player gave something for nothing",
+        "claimable": False,
         "group": "exchanges",
         "importance": 0.5,
         "valence": "positive",
@@ -110,8 +117,8 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 r"(?:it'?s|this is|these are|they'?re|that'?s|this|these|them|it|one|something|gift|present)"
                 " (?:all )?for you", "take (?:this|these|them)",
                 "keep it", "no charge", "free of charge", "on me",
-                "on the house", "as a thank-you", "gift", "present", "take this purse", "gave you",
-                "you gave me",
+                "on the house", "as a thank-you", "gifts?", "present", "take this purse", "gave you",
+                "you gave me", r"(?:i|we) brought you (?:these|this|some|a|an) [\w' ]+ (?:as a|for your)",
             ]},
         ],
     },
@@ -123,12 +130,17 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
         "importance": 0.75,
         "valence": "negative",
         "habitual": False,
+        "conditional": True,
         "label": "threatened me",
         "cues": [
             {"who": "player", "words": [
                 "or else", "you'?ll regret", "watch your back", "be a shame if", "nothing will happen",
-                "i'?ll (?:hurt|kill|gut|burn|break|find) you", "don'?t make me", "i know where you live",
-                "pay what",
+                "i'?ll (?:hurt|kill|gut|burn|break|find|cut|end|skin|bury|drown|hang|stab|strangle|wring)"
+                " (?:you|your)", "don'?t make me", "i know where you live", "pay what",
+                "(?:break|snap|cut|slit|wring) your (?:arm|arms|legs?|neck|fingers?|jaw|nose|face|throat|head"
+                "|skull)", "you'?ll be (?:sorry|dead|buried|next)", "accidents happen", "would be a pity",
+                "be a pity if", "i'?d hate for", "keep your mouth shut",
+                "you'?ll (?:burn|hang|bleed|pay for)",
             ]},
             {"who": "npc", "words": ["are you threatening", "you threatened", "threatening me"]},
         ],
@@ -216,11 +228,55 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 "i'?m learning", r"i'?ve been \w+ing",
                 "my hobby", "i took up", "i (?:just |recently )?(?:started|adopted|joined)", "i'?ve started",
                 "my (?:dog|cat|puppy|kitten|horse|pet|pets)", "my first",
+                # a life told in few words, the "I" left out ("Born in Dunmere, aye.")
+                "born (?:in|at|on|up|out|under)", "raised (?:in|on|by|up)", "brought up (?:in|on|by)",
+                "i hail", "hail from", "(?:youngest|eldest|oldest|middle one) of",
+                "only (?:child|son|daughter)",
+                "(?:my|our) (?:mam|mum|ma|da|pa|pap|twin|twins|missus|lad|lass|boy|girl|bairns?|little ones"
+                "|kin|folks?|people|old man|old woman)",
+                "widow(?:ed|er)?", "orphan(?:ed)?", "i (?:married|wed)", "(?:my|her|his) (?:late )?husband",
+                "for a living", "by trade", "apprenticed?", "looking for work",
+                "i'?m (?:looking|after|out) for (?:work|a place|a job|my|a trade)",
+                "i keep (?:bees|sheep|goats|hens|pigs|cows|a |an |the )",
+                "i (?:catch|carry|make|mend|sell|draw|grow|breed|fish|hunt|trap|weave|brew|bake|teach|tend"
+                "|herd|sweep|write|copy|build|sail|drive|haul|forge|carve|sew|paint|sing|play) \\w+ for",
+                "i (?:served|soldiered|fought) (?:in|with|under|for)", "(?:i'?ve been|i was) (?:a|an) \\w+",
+                "i'?ve been on the road", "on the road for",
+                "(?:\\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty"
+                "|forty|fifty) (?:years?|winters?|summers?)",
+                "i'?m (?:\\d+|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty"
+                "|sixty|seventy)",
+                "i (?:was|turned) (?:\\d+|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty"
+                "|forty|fifty|sixty|seventy)",
+                "(?:thirty|forty|fifty|sixty|twenty)(?:-\\w+)? come",
+                "(?:real|full|family|proper|given|true) name",
+                "i (?:can'?t|couldn'?t) (?:abide|bear|stomach|eat|stand)",
+                "i (?:detest|loathe|despise|fancy)",
+                "makes? me (?:swell|sick|ill|sneeze|itch)", "i'?m (?:afraid|scared|terrified|fond) of",
+                "i'?d (?:walk|go|give|sell|swim) [\\w' ]+ for (?:a |an |one |some )?"
+                "(?:good |decent |proper )?\\w+",
+                "(?:losing|lost) (?:my|the) (?:sight|hearing|eye|leg|arm|hand)",
+                "bad (?:shoulder|leg|back|knee|hip|chest|eye|heart|lungs?)", "i'?m saving", "i mean to",
+                "i'?m (?:bound|headed|walking|making) (?:for|to)",
+                "i'?m staying", "i'?ve been taken on", "i keep the \\w+ faith", "i follow the",
             ]},
         ],
     },
 }
 """The rule extractor's tags, in the order their groups' memories are listed on ties."""
+
+PERSONAL_QUESTIONS: list[str] = [
+    r"where (?:are|do|did|were) you", r"\byour name", r"\bname\b", r"what (?:brings|brought) you",
+    r"who are you", r"what do you do", r"how old",
+    r"your (?:trade|work|people|family|kin|folks?|home|plans?|line)",
+    r"are you (?:from|married|wed|new|staying|stopping|with|of|a |an )",
+    r"have you (?:any |a |an |kin|family|children)", r"and (?:you|yourself)\?",
+    r"what do you (?:like|want|fancy|eat|drink)", r"(?:do|did) you (?:live|come|grow|work)",
+    r"what (?:are|were) you (?:before|doing)", r"you'?re not (?:of|from)", r"you'?ve the look of",
+    r"you (?:look|sound) like (?:a|an) ", r"what'?s (?:your|it) to be", r"anyone waiting",
+]
+"""An NPC's words asking the player about themselves: the player's next line, when it
+states something, is what they told about themselves (``Pipes. Proper hill pipes.``)."""
 
 NEGATIONS: list[str] = [
     "not", "no", "never", "won'?t", "don'?t", "didn'?t", "can'?t", "isn'?t", "wasn'?t", "refuse",
@@ -280,6 +336,7 @@ SMALL_TALK: list[str] = [
     "always", "bit", "little", "lots", "pretty", "super", "so", "totally", "exactly", "agree",
     "true", "enough", "fine", "can't", "complain", "anytime", "friend", "dear", "buddy", "also",
     "doing", "done", "make", "made", "look", "looks", "lookin", "seems", "sounds", "want",
+    "pleased", "meet", "met", "meeting", "welcome", "pleasure", "sir", "madam", "traveller", "stranger",
 ]
 """Words that carry no information on their own: greetings, thanks, filler. A line needs
 ``gist_min_terms`` other words to be remembered as gist."""

@@ -751,12 +751,18 @@ class ExtractionTag(_Model):
     listener's, "Bob stole" neither's. A ``speech`` act (trading, threatening, insulting,
     confiding, asking a task) is done by saying it, so it is the speaker's unless the
     clause is about a third party. A ``fact`` is what the speaker tells about themselves.
+    The player's own account of a deed is a claim (the NPC did not see it) unless the tag
+    is not ``claimable``: an act the NPC sees as it is told ("I brought you these herbs as
+    a gift"). A ``conditional`` tag's cues count in conditional clauses too, since that
+    is the act's form ("Give me your purse or I'll break your arm", "if you tell anyone").
     A memory with a ``private`` tag (a confidence, a personal fact) is never learned as a
     fact about the player, so it is never passed on as gossip.
     """
 
     description: Annotated[str, Field(min_length=1, max_length=200)]
     act: Literal["deed", "speech", "fact"] = "deed"
+    claimable: bool = True
+    conditional: bool = False
     private: bool = False
     group: Key | None = None
     importance: Unit
@@ -808,7 +814,11 @@ class ExtractionRules(_Model):
     ``figures`` ("what a gift", "it's a steal"). The subject of a clause is its first word
     after any ``openers`` ("well", "yesterday"); one of ``imperatives`` makes it a command
     or offer of the speaker. ``habit_markers`` ("always", "every week") make deeds and
-    exchanges habits.
+    exchanges habits. The player's offer or promise to do a deed ("I'll find her", "let me
+    help") is filed under ``promise_tag`` (taking on a task; ``None``: the deed's own tag),
+    since the deed is not done yet. The player's answer to one of ``personal_questions`` said by the NPC
+    ("Where are you from?"), and a line of the player that says their own name, are
+    what they told about themselves (the ``personal`` tag) when no cue says otherwise.
 
     A line that matches no cue is kept as gist when it says something: at least
     ``gist_min_terms`` words that are not stop words nor ``small_talk``; its importance
@@ -833,6 +843,8 @@ class ExtractionRules(_Model):
     hearsay: list[Pattern] = Field(default_factory=lambda: list(defaults.HEARSAY))
     figures: list[Pattern] = Field(default_factory=lambda: list(defaults.FIGURES))
     requests: list[Pattern] = Field(default_factory=lambda: list(defaults.REQUESTS))
+    personal_questions: list[Pattern] = Field(default_factory=lambda: list(defaults.PERSONAL_QUESTIONS))
+    promise_tag: Key | None = "quest"
     openers: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(
         default_factory=lambda: list(defaults.OPENERS)
     )
@@ -869,6 +881,14 @@ class ExtractionRules(_Model):
             base = merged.get(tag)
             merged[tag] = {**base, **entry} if base is not None and isinstance(entry, dict) else entry
         return merged
+
+    @model_validator(mode="after")
+    def _promise_tag_known(self) -> ExtractionRules:
+        if self.promise_tag is not None and self.promise_tag not in self.tags:
+            raise ValueError(
+                f"promise_tag {self.promise_tag!r} is not one of the tags: {', '.join(self.tags)}"
+            )
+        return self
 
     def vocabulary(self) -> list[tuple[str, str]]:
         """(tag, description) of every tag, for the LLM extractor's prompt."""

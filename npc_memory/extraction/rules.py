@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import msgspec
@@ -42,7 +43,7 @@ import msgspec
 from npc_memory.components.memory import MemoryKind, MemorySource, Valence
 from npc_memory.content.schema import ExtractionRules, ExtractionTag, Who
 from npc_memory.extraction.model import MAX_CONTENT, Actor, ExtractedMemory, ExtractionJob, Turn
-from npc_memory.extraction.speech import Clause, Reader, Role, agent
+from npc_memory.extraction.speech import AGENTS, Clause, Reader, Role, agent
 from npc_memory.rules.text import STOP_WORDS, terms
 
 
@@ -128,6 +129,8 @@ class Hit(msgspec.Struct, frozen=True, gc=False):
     clause: Clause
     claim: bool
     offer: bool = False
+    promised: str | None = None
+    """The deed tag the player promised, when this hit is that promise (``promise_tag``)."""
 
 
 @dataclass
@@ -217,6 +220,9 @@ class RuleBasedExtractor:
         )
         self._negation_word = _any_of(negations)
         self._habit = _any_of(self.rules.habit_markers)
+        self._personal_question = _any_of(self.rules.personal_questions)
+        self._told_tag = next((t for t, e in self._tags.items() if e.act == "fact" and t == "personal"), None)
+        """The tag of what a player tells of themselves unprompted by a cue (see :meth:`_told`)."""
         self._heat = _any_of(self.rules.intensity.heat_words)
         self._emotion = _any_of(self.rules.emotion_words)
         self._small_talk = frozenset(terms(" ".join(self.rules.small_talk))) | STOP_WORDS
@@ -248,52 +254,74 @@ class RuleBasedExtractor:
 
     def hits(self, job: ExtractionJob, clauses: list[Clause] | None = None) -> list[Hit]:
         """Every tag found in ``job``'s clauses, in order, with who it is credited to."""
-        return self._hits(self.clauses(job) if clauses is None else clauses)
+        return self._hits(self.clauses(job) if clauses is None else clauses, _first_names(job))
 
-    def _hits(self, clauses: list[Clause]) -> list[Hit]:
+    def _hits(self, clauses: Sequence[Clause], speakers: tuple[str, str] = ("", "")) -> list[Hit]:
         found = []
         for clause in clauses:
             starts = {w[:n] for w in _WORD.findall(clause.text.lower().replace("'", "")) for n in (1, 2, 3)}
             for cue in self._cues_of[clause.role]:
                 if cue.stems is not None and not cue.stems & starts:
                     continue
-                hit = self._hit(cue, clause)
+                hit = self._hit(cue, clause, speakers)
                 if hit is not None:
                     found.append(hit)
         return found
 
-    def _hit(self, cue: Cue, clause: Clause) -> Hit | None:
-        act = self._tags[cue.tag].act
+    def _hit(self, cue: Cue, clause: Clause, speakers: tuple[str, str] = ("", "")) -> Hit | None:
+        entry = self._tags[cue.tag]
+        act = entry.act
         if clause.hearsay or (clause.question and not (act == "speech" and clause.request)):
             return None
-        if act != "fact" and (clause.figure or (clause.hypothetical and not clause.request)):
+        hypothetical = clause.hypothetical and not clause.request and not entry.conditional
+        if act != "fact" and (clause.figure or hypothetical):
             return None
         for match in cue.pattern.finditer(clause.text):
             before = clause.text[: match.start()]
             if act != "fact" and self._negation is not None and self._negation.search(before):
                 continue
-            return self._credit(cue.tag, act, clause, match.end(), match.start())
+            start, doer = match.start(), _doer_end(clause.text, match.start(), match.end())
+            return self._credit(cue.tag, act, clause, doer, start, entry.claimable, speakers, match.end())
         return None
 
     @staticmethod
-    def _credit(tag: str, act: str, clause: Clause, end: int, start: int = 0) -> Hit | None:
+    def _credit(
+        tag: str,
+        act: str,
+        clause: Clause,
+        end: int,
+        start: int = 0,
+        claimable: bool = True,
+        speakers: tuple[str, str] = ("", ""),
+        cue_end: int | None = None,
+    ) -> Hit | None:
+        """Who ``clause``'s ``tag`` is credited to (its doer is the nearest subject before
+        ``end``, see :func:`_doer_end`); ``speakers`` are the first names of the player and
+        the NPC, lower-case: a clause opening with one as its subject is that one's deed
+        ("Mallory saved the village." said by Mallory is her own account, a claim)."""
         speaker: Actor = clause.role
         listener: Actor = "npc" if speaker == "player" else "player"
         if act == "fact":
             return Hit(tag, speaker, clause, claim=False)
-        if act == "speech":
-            return None if clause.subject == "person" else Hit(tag, speaker, clause, claim=False)
+        if act == "speech":  # the speaker's, unless said of someone else ("he threatened me")
+            someone = clause.name is None or _names_the_doer(clause, start)
+            return None if clause.subject == "person" and someone else Hit(tag, speaker, clause, claim=False)
         subject = agent(clause, end)
+        own, other = speakers if speaker == "player" else speakers[::-1]
+        opening = _opening_name(clause.text) if subject in ("command", "other") else ""
+        if opening and opening in (own, other):
+            subject = "first" if opening == own else "second"  # "Mallory saved the village."
+        if subject == "person" and _names_the_doer(clause, start):  # "Bob stole my hammer": Bob's deed
+            assert clause.name is not None
+            return Hit(tag, clause.name, clause, claim=False)
         if subject == "first":  # an account of a deed is a claim; an offer made here is not
-            offer = is_offer(clause.text[:end])
-            return Hit(tag, speaker, clause, claim=speaker == "player" and not offer, offer=offer)
+            offer = is_offer(clause.text[: max(end, cue_end or 0)])
+            claim = speaker == "player" and claimable and not offer
+            return Hit(tag, speaker, clause, claim=claim, offer=offer)
         if subject == "second":
             return Hit(tag, listener, clause, claim=False)
         if subject in ("command", "other"):
             return Hit(tag, speaker, clause, claim=False)
-        if subject == "person" and _names_the_doer(clause, start):  # "Bob stole my hammer": Bob's deed
-            assert clause.name is not None
-            return Hit(tag, clause.name, clause, claim=False)
         return None
 
     # ------------------------------------------------------------------ memories
@@ -322,7 +350,11 @@ class RuleBasedExtractor:
             return True
         line = reading.line
         turn, role = job.turns[line], reading.roles[line]
-        clauses, hits = self._line(turn.text, role, self._reader.names_in(turn.text, reading.names))
+        names = self._reader.names_in(turn.text, reading.names)
+        player, npc = _first_names(job)
+        clauses, hits = self._line(
+            turn.text, role, names, player if player in names else "", npc if npc in names else ""
+        )
         if line:  # read as a first line: numbered here
             numbered = {id(c): msgspec.structs.replace(c, line=line) for c in clauses}
             clauses = tuple(numbered.values())
@@ -342,13 +374,33 @@ class RuleBasedExtractor:
             return ()
         events: dict[tuple[str, str], list[Hit]] = {}
         facts: dict[int, Hit] = {}
+        promise = self.rules.promise_tag
+        deed_lines = {h.clause.line for h in hits if self._tags[h.tag].act != "fact"}
+        hostile = {id(h.clause) for h in hits if self._tags[h.tag].valence == "negative"}
         for hit in hits:
+            promised = hit.offer and hit.actor == "player" and self._tags[hit.tag].act == "deed"
+            if promised and id(hit.clause) in hostile:
+                continue  # "I'll gut you": a threat, not a deed promised
+            if promise is not None and promised:
+                hit = msgspec.structs.replace(hit, tag=promise, promised=hit.tag)  # a task taken on
             if self._tags[hit.tag].act == "fact":
-                facts.setdefault(hit.clause.line, hit)
+                if hit.actor == "player" or hit.clause.line not in deed_lines:  # (the NPC's deed, not a fact)
+                    facts.setdefault(hit.clause.line, hit)
                 continue
             group = events.setdefault((hit.actor, self._groups[hit.tag]), [])
             if all(h.tag != hit.tag for h in group):
                 group.append(hit)
+        done = {hit.tag for hit in hits if hit.actor == "player" and hit.promised is None and not hit.offer}
+        kept_promise: set[int] = set()  # lines of deeds promised and then done: the deed's
+        for key, group in list(events.items()):
+            kept_promise.update(hit.clause.line for hit in group if hit.promised in done)
+            group[:] = [hit for hit in group if hit.promised not in done]
+            if not group:
+                del events[key]
+        deeds = {hit.clause.line for group in events.values() for hit in group}
+        for line, clause in self._told(reading):
+            if line not in deeds:
+                facts.setdefault(line, Hit(self._told_tag or "", "player", clause, claim=False))
         for actor, name in list(events):
             if actor == "npc" and ("player", name) in events:
                 del events[actor, name]  # one exchange, one task: remembered as the player's part
@@ -359,7 +411,7 @@ class RuleBasedExtractor:
             (self._event(job, hits_of_group, text) for _, hits_of_group in ordered),
             key=lambda m: (m.actor != "player", -m.importance),
         )
-        used = {h.clause.line for group in events.values() for h in group}
+        used = {h.clause.line for group in events.values() for h in group} | kept_promise
         by_player_first = sorted(facts.items(), key=lambda item: item[1].actor != "player")
         memories += [self._fact(job, line, hit) for line, hit in by_player_first]
         used |= facts.keys()
@@ -372,6 +424,35 @@ class RuleBasedExtractor:
                 seen.add(memory.content)
                 kept.append(memory)
         return tuple(kept[:limit])
+
+    def _told(self, reading: Reading) -> list[tuple[int, Clause]]:
+        """(line, its first clause) of the player's lines that tell of themselves without
+        a cue: an answer to one of the NPC's personal questions, or a line saying their
+        own name ("Tobiah Drew. But nobody calls me that."), when it states something."""
+        if self._told_tag is None:
+            return []
+        job, roles = reading.job, reading.roles
+        first: dict[int, Clause] = {}
+        for clause in reading.clauses:
+            first.setdefault(clause.line, clause)
+        own_name = _own_name(job.player_name)
+        name_terms = set(terms(job.player_name))
+        found = []
+        for line, turn in enumerate(job.turns):
+            if roles[line] != "player" or line not in first:
+                continue
+            asked = (
+                line > 0 and roles[line - 1] == "npc" and self._personal_question is not None
+                and self._personal_question.search(job.turns[line - 1].text) is not None
+            )
+            named = own_name is not None and own_name.search(turn.text) is not None
+            if not (asked or named):
+                continue
+            _, words, asks_only, _, _ = self._said(turn.text)
+            said = [w for w in words if w not in name_terms]
+            if len(said) >= (1 if asked else 2) and not asks_only:  # more than a greeting
+                found.append((line, first[line]))
+        return found
 
     def in_words(self, job: ExtractionJob, line: int) -> str:
         """Line ``line`` of ``job`` as a memory in its speaker's words: what the NPC told
@@ -497,12 +578,13 @@ class RuleBasedExtractor:
         return statement, words, asks_only, min(1.0, feeling / 2), self._specificity(statement)
 
     def _line_uncached(
-        self, text: str, role: Role, names: frozenset[str]
+        self, text: str, role: Role, names: frozenset[str], player: str = "", npc: str = ""
     ) -> tuple[tuple[Clause, ...], tuple[Hit, ...]]:
         """The clauses of ``text`` said by ``role`` as a transcript's first line (``names``:
-        the names it may address, see :meth:`Reader.names_in`), and their tags."""
+        the names it may address, see :meth:`Reader.names_in`; ``player``, ``npc``: their
+        first names, lower-case, when the line holds them), and their tags."""
         clauses = self._reader.line(Turn("", text), 0, role, names)
-        return tuple(clauses), tuple(self._hits(clauses))
+        return tuple(clauses), tuple(self._hits(clauses, (player, npc)))
 
     def _gist(
         self, job: ExtractionJob, roles: list[Role], scored: list[tuple[int, float, str]]
@@ -557,12 +639,47 @@ class RuleBasedExtractor:
         )
 
 
+_OPENING_NAME = re.compile(r"^\W*([A-Z][\w']*)\b(?!\s*,)")
+
+
+def _opening_name(text: str) -> str:
+    """The capitalised word ``text`` opens with, lower-case, unless it addresses the
+    listener ("Alice, take this"); "" for none."""
+    found = _OPENING_NAME.match(text)
+    return found.group(1).lower() if found is not None else ""
+
+
+def _doer_end(text: str, start: int, end: int) -> int:
+    """Where to look back from for who does the deed of the cue at ``text[start:end]``:
+    past the first subject pronoun the cue itself holds ("i brought you", "medicine you
+    brought"; not the one it ends on: "gut you"), else its start (the nearest before it)."""
+    words = list(_WORD.finditer(text.lower(), start, end))
+    for word in words[:-1]:  # a pronoun the cue ends on is its object ("gut you")
+        if word.group() in AGENTS:
+            return word.end()
+    return start
+
+
+def _first_names(job: ExtractionJob) -> tuple[str, str]:
+    """The first words of the player's and the NPC's names, lower-case."""
+    player = _NAME_WORD.search(job.player_name.lower())
+    npc = _NAME_WORD.search(job.npc_name.lower())
+    return (player.group() if player else "", npc.group() if npc else "")
+
+
 def _names(job: ExtractionJob) -> frozenset[str]:
     """The words of the NPC's and the player's names, lower-case (skipped where a line
     addresses someone by name)."""
     return frozenset(
         word for name in (job.npc_name, job.player_name) for word in _NAME_WORD.findall(name.lower())
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _own_name(name: str) -> re.Pattern[str] | None:
+    """The first word of the player's ``name``, capitalised, as a word of a line."""
+    first = _NAME_WORD.search(name.lower())
+    return None if first is None else re.compile(rf"\b{re.escape(first.group().capitalize())}\b")
 
 
 def is_offer(text: str) -> bool:

@@ -197,6 +197,7 @@ class ConversationService:
                 self.memories.remember(
                     npc, player_key, said(turn), importance=0.1, scope=self._scope(player),
                     source_conversation=job.conversation, actor=_speaker(job, turn.speaker), source="said",
+                    reinforce_same=True,  # the same line in many conversations: kept once
                 )
         status: Literal["queued", "extracted", "dropped"] = "queued"
         if not turns:

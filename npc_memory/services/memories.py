@@ -73,9 +73,9 @@ class MemoryService:
         """Store a memory of ``npc`` about ``player`` (``None``: the world) within the
         pair's caps, or reinforce the same habit; see ``MemoryPlugin.remember``. With
         ``reinforce_same`` (memories drawn from conversations) a memory that says what one
-        already held says reinforces it instead of adding a copy: any such fact, and an
-        episode told again the same game day (told on another day it happened again, and
-        repeated episodes are what consolidation turns into knowledge and habits).
+        already held says reinforces it instead of adding a copy (see :func:`same_memory`:
+        a deed seen again on another day happened again, and repeated deeds are what
+        consolidation turns into knowledge and habits; words said again are reinforced).
         ``actor`` and ``source`` say whose deed it records and how the NPC knows it,
         ``teller`` who told it; only ``player``'s own deeds of a counted source move the
         relationship. ``screened``: ``content`` already went through the safety screen
@@ -264,16 +264,17 @@ class MemoryService:
 
 
 def same_memory(pair: PairMemories, memory: Memory, day: int) -> Memory | None:
-    """The semantic memory of ``pair``, or the episodic one from game day ``day``, that
-    says what ``memory`` says (same kind, content equal but for case and spacing, same
-    tags, scope, actor and source), if any."""
+    """The memory of ``pair`` that says what ``memory`` says (same kind, content equal
+    but for case and spacing, same tags, scope, actor and source), if any. A deed seen
+    (``witnessed``) is the same only on the same game ``day``: seen again another day, it
+    happened again. Words said, claimed or heard again are the same words whenever."""
     if isinstance(memory, ProceduralMemory):
         return None
-    episodic = isinstance(memory, EpisodicMemory)
-    records: Sequence[Memory] = pair.episodic if episodic else pair.semantic
+    records: Sequence[Memory] = pair.episodic if isinstance(memory, EpisodicMemory) else pair.semantic
+    dated = isinstance(memory, EpisodicMemory) and memory.source == "witnessed"
     folded = " ".join(memory.content.split()).casefold()
     for held in records:
-        if episodic and int(held.created // SECONDS_PER_DAY) != day:
+        if dated and int(held.created // SECONDS_PER_DAY) != day:
             continue
         if (
             held.tags == memory.tags
