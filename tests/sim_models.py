@@ -900,6 +900,10 @@ def report(run: Run, scores: Scores, *, show_misses: bool = False, out: Callable
         out(f"    {name:<18}{_pct(pair)}")
     out(f"  false-memory talks  {_pct((len(scores.false_memory_talks), scores.talks))}"
         + (f"  {scores.false_memory_talks}" if scores.false_memory_talks else ""))
+    quiet = ("trap", "npc_self", "small_talk")  # where nothing should count for the player
+    total = sum(1 for o in run.outcomes if o.talk.conv["category"] in quiet)
+    wrong = sum(1 for talk in scores.false_memory_talks if talk.rsplit("-", 1)[0] in quiet)
+    out(f"    {'of traps, the NPC’s own stories and small talk':<18} {_pct((wrong, total))}")
     for name, value in scores.model_specific.items():
         if isinstance(value, tuple):
             out(f"  {name}: {_pct(value)}")

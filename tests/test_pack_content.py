@@ -138,7 +138,7 @@ def test_a_pack_can_change_one_field_of_a_built_in_tag_or_turn_it_off() -> None:
     built_in = parse_pack(MINIMAL).extraction.tags
     assert pack.extraction.tags["trade"] == built_in["trade"].model_copy(update={"importance": 0.4})
     extractor = RuleBasedExtractor(pack.extraction)
-    assert [(m.tags, m.importance) for m in talk(extractor, ("Alice", "I'll buy the rope for ten silver."))] == [
+    assert [(m.tags, m.importance) for m in talk(extractor, ("Alice", "The rope for ten silver. Done."))] == [
         (("trade",), 0.4)]
     assert talk(extractor, ("Alice", "You useless idiot.")) == ()
     assert "insult" in extractor.tags  # still in the vocabulary, for the LLM
@@ -160,7 +160,7 @@ heat_words = []
     assert memory.content == "Alice often traded with me, said Alice"
     assert memory.kind == "procedural" and memory.intensity == pytest.approx(0.2)
     assert talk(extractor, ("Alice", "I hardly paid.")) == ()
-    assert [m.tags for m in talk(extractor, ("Alice", "I did not pay."))] == [("trade",)]  # "not" is no longer one
+    assert [m.tags for m in talk(extractor, ("Alice", "I did not pay you."), ("Vesna", "Done."))] == [("trade",)]  # "not" is no longer one
 
 
 def episodes(count: int) -> tuple[EpisodicMemory, ...]:

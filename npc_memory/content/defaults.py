@@ -23,6 +23,12 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 "saved", r"save (?:us|the village|my \w+)", "rescued?", r"drive (?:them|it|\w+) off",
                 "drove (?:them|it) off", "fought off", "defended", "defend", "protected", "protect",
                 "stepped in", "bravely", "owe you everything", "owe you my life",
+                r"pulled (?:her|him|them|me|the \w+|my \w+) (?:out|free|clear|up|from)",
+                r"(?:brought|carried|dragged|got|fished) (?:her|him|them|me|the \w+|my \w+)"
+                r" (?:out|clear|free|back alive)",
+                r"cut (?:me|him|her|them|my \w+) (?:down|free|loose)", "cut my ropes?",
+                r"saved my (?:neck|skin|hide|life)",
+                r"(?:jumped|dove|dived|went) (?:in|into|back in|back into)", "shielded", "took the blow",
             ]},
         ],
     },
@@ -37,6 +43,18 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 "slain", "dueled", "duelled", r"sparr(?:ed|ing)", "brawled", "wounded", "disarmed",
                 "brawls?", "started a fight", "guard up", "gut you", r"drive (?:them|it|\w+) off",
                 "drove (?:them|it) off",
+                r"swung at", r"went (?:at|for) (?:me|him|her|them|three|two|four|the)", "punched", "kicked",
+                r"hit (?:me|him|her|them)", r"struck (?:me|him|her|them|at)", "stabbed",
+                r"knocked (?:me|him|her|them)",
+                r"broke (?:my|his|her) (?:nose|jaw|arm|head)", r"flattened", r"cracked (?:him|her|the \w+)",
+                r"threw (?:him|her|them|the \w+) (?:out|down|off|through)",
+                r"held (?:the |off )?(?:\w+ )?"
+                r"(?:gate|line|door|bridge|left|right|wall|pass|ford|them|\w+ of the gate)",
+                r"put (?:an? |\w+ )?(?:arrow|bolt|blade|knife|sword|spear) (?:in|into|through)",
+                r"put (?:\w+ )?in the (?:water|river|ground|dirt|mud)", r"shot (?:him|her|it|them|the \w+)",
+                r"ran (?:a |the )?(?:\w+ )?(?:gang|band|pack|them|him|her) (?:of \w+ )?off",
+                r"stood (?:the|on the) (?:\w+ )?(?:wall|gate|line|bridge)",
+                r"fought (?:beside|with) (?:me|us)", r"had (?:the one|him|her) [\w ]{0,20}on the ground",
             ]},
         ],
     },
@@ -50,10 +68,15 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
             {"who": "player", "words": [
                 "let me help", "i'?ll help", "i can help", "i will help", "happy to help", "i fixed",
                 "i repaired", "i patched", "i'?ll carry", "of course, i'?m heading",
+                "mended", "lashed", "hauled", "swept", "rebuilt",
+                r"set (?:his|her|the|a) (?:\w+ )?(?:leg|arm|bone)", r"drove (?:them|it|the \w+) back",
+                r"found (?:it|her|him|them|your \w+)", r"(?:carried|fetched|brought back|rounded up|put out)",
             ]},
             {"who": "npc", "words": [
                 "thank you for the help", "thanks for the help", "thank you for your help", "you helped",
                 "you fixed", "you repaired", "you brought", "medicine you brought", "my back thanks you",
+                "good eye", "sharp eyes?", "well spotted",
+                "you mended", "you found", r"you (?:carried|fetched|hauled|swept|cleared|dug|caught)",
             ]},
         ],
     },
@@ -85,7 +108,11 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
         "valence": "negative",
         "label": "stole",
         "cues": [
-            {"who": "any", "words": ["steal", "stole", "stolen", "thief", r"pickpocket\w*", "robbed"]},
+            {"who": "any", "words": ["steal", "stole", "stolen", "thief", r"pickpocket\w*", "robbed",
+                r"helped (?:my|him|her|them)sel(?:f|ves) to", r"up (?:your|her|his) sleeve",
+                r"lifted (?:my|a|the|his|her)",
+                "pinched", "nicked", "swiped", "snatched", "pocketed", r"(?:made|ran|walked) off with",
+                r"walk out with", r"took (?:it|them|my \w+) (?:off|from)", "finder'?s fee"]},
         ],
     },
     # Exchanges: goods and money changing hands.
@@ -99,9 +126,12 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
             {"who": "any", "words": [
                 "buy", "buys", "bought", "sell", "sells", "sold", "price", "prices", r"haggl\w*",
                 r"bargain\w*", r"purchas\w*", "how much", "for sale", "paid", "pay", "pays", "do i owe",
-                "cost", "costs", "a deal", "deal", r"\d+ (?:gold|silver|copper|coins?)",
+                "cost", "costs", "a deal", "deal",
+                r"\d+ (?:gold|silver|copper|coins?|crowns?|shillings?|pennies|pence|marks|florins?|ducats?)",
                 "(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty"
-                "|forty|fifty|a hundred) (?:gold|silver|copper|coins?)",
+                "|forty|fifty|a hundred)(?:[- ]\\w+)? "
+                "(?:gold|silver|copper|coins?|crowns?|shillings?|pennies|pence"
+                "|marks|florins?|ducats?)",
             ]},
         ],
     },
@@ -116,6 +146,12 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
             {"who": "any", "words": [
                 r"(?:it'?s|this is|these are|they'?re|that'?s|this|these|them|it|one|something|gift|present)"
                 " (?:all )?for you", "take (?:this|these|them)",
+                r"(?:it'?s|this is|these are|they'?re) for your",
+                r"put (?:this|these|it) (?:round|on|around|over) you",
+                r"gave (?:every|all|the|my|it|them)(?: \w+)? to (?:the|a|an)"
+                r" (?:orphan|poor|temple|widow|chapel|church)",
+                "no payment", r"keep your (?:coin|money|silver|copper|penny)",
+                r"for the (?:poor|poor box|orphans|temple)",
                 "keep it", "no charge", "free of charge", "on me",
                 "on the house", "as a thank-you", "gifts?", "present", "take this purse", "gave you",
                 "you gave me", r"(?:i|we) brought you (?:these|this|some|a|an) [\w' ]+ (?:as a|for your)",
@@ -157,6 +193,13 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
             {"who": "player", "words": [
                 "fools?", "idiot", "stupid", "useless", "lout", "worthless", "pathetic", "coward", "scum",
                 "a joke", "fairy tale", "shut up", "moron",
+                r"(?:face|voice|breath) like",
+                r"(?:tastes?|smells?|sounds?|looks?) like (?:a |an |you |something )?"
+                r"(?:dead|drowned|rotten|wet|pig|dog|rat|horse|goat|mud|piss|swill)",
+                r"(?:i'?ve|i have) (?:had|heard|seen|tasted|met) (?:better|worse)", "better company",
+                r"with more (?:feeling|sense|wit|talent|brains)", "halfwit", "simpleton", "dolt", "oaf",
+                "bumpkin",
+                "nitwit", "dullard", "swine", "old fool", "ugly", r"crawl(?:ed)? into", "get fat",
             ]},
         ],
     },
@@ -277,6 +320,28 @@ PERSONAL_QUESTIONS: list[str] = [
 ]
 """An NPC's words asking the player about themselves: the player's next line, when it
 states something, is what they told about themselves (``Pipes. Proper hill pipes.``)."""
+
+DEAL_MARKERS: list[str] = [
+    r"^\W*(?:done|deal|agreed|sold|settled|square)$", "it'?s a deal", "shake on it",
+    "pleasure doing business",
+    r"(?:i|we|you)(?:'ve| have)? (?:paid|bought|sold|traded)(?: it| them)? (?:to |from )?(?:you|me|us)",
+    r"(?:it'?s|she'?s|he'?s|they'?re|that'?s) yours", r"^\W*counted\b", "we'?re square",
+    r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty)"
+    r" it is$",
+    r"here'?s (?:the|your|my|\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|thirty"
+    r"|forty|fifty)",
+    r"paid (?:in full|up|for)", "consider .{0,30}settled",
+]
+"""Words that close an exchange (said by either, not asked nor negated): the trading in
+the lines just before them was done with the player. Trading said to be a habit ("as
+usual") needs none."""
+
+HARM_TO_NPC: list[str] = [
+    r"(?:swung|swing|lunged|went|came|threw \w+) at me", "went for me",
+    r"(?:hit|punched|kicked|struck|stabbed|attacked|knocked|hurt|shoved|jumped|beat) me",
+    r"my (?:nose|jaw|face|head|ribs|eye|arm|teeth|tooth|lip)",
+]
+"""Words that make the player's deed one done to the NPC itself: a fight against it."""
 
 NEGATIONS: list[str] = [
     "not", "no", "never", "won'?t", "don'?t", "didn'?t", "can'?t", "isn'?t", "wasn'?t", "refuse",

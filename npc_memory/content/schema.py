@@ -807,18 +807,22 @@ class ExtractionRules(_Model):
     add a tag, or change one field of a built-in tag (``cues = []`` turns it off).
     Groups keep the order of their first tag when memories tie on importance.
 
-    Each line is read clause by clause. A cue does not count in a question (unless it
-    opens with one of ``requests``: "Could you deliver this?"), nor after one of
-    ``negations`` up to ``negation_reach`` words before it, nor in a clause holding one of
-    ``hypotheticals`` ("if", "would", "maybe"), ``hearsay`` ("I heard", "they say") or
-    ``figures`` ("what a gift", "it's a steal"). The subject of a clause is its first word
-    after any ``openers`` ("well", "yesterday"); one of ``imperatives`` makes it a command
-    or offer of the speaker. ``habit_markers`` ("always", "every week") make deeds and
-    exchanges habits. The player's offer or promise to do a deed ("I'll find her", "let me
-    help") is filed under ``promise_tag`` (taking on a task; ``None``: the deed's own tag),
-    since the deed is not done yet. The player's answer to one of ``personal_questions`` said by the NPC
-    ("Where are you from?"), and a line of the player that says their own name, are
-    what they told about themselves (the ``personal`` tag) when no cue says otherwise.
+    Each line is read clause by clause. A cue does not count in a question (unless it opens
+    with one of ``requests``: "Could you deliver this?"), nor after one of ``negations`` up
+    to ``negation_reach`` words before it, nor in a clause holding one of ``hypotheticals``
+    ("if", "would", "maybe"), ``hearsay`` ("I heard", "they say") or ``figures`` ("what a
+    gift", "it's a steal"). The subject of a clause is its first word after any ``openers``
+    ("well", "yesterday"); one of ``imperatives`` makes it a command or offer of the
+    speaker. ``habit_markers`` ("always", "every week") make deeds and exchanges habits. The
+    player's offer or promise to do a deed ("I'll find her", "let me help") is filed under
+    ``promise_tag`` (taking on a task; ``None``: the deed's own tag), since the deed is not
+    done yet. Trading (``deal_tags``) is an exchange only when one of ``deal_markers``
+    closes it a few lines on ("Done.", "Shake on it."), and then it was made with the
+    player, whoever named the price; haggling that closes no deal is none. A deed of the
+    player in a clause holding one of ``harm_to_npc`` ("you swung at me") is negative,
+    whatever its tags. The player's answer to one of ``personal_questions`` said by the NPC
+    ("Where are you from?"), and a line of the player that says their own name, are what
+    they told about themselves (the ``personal`` tag) when no cue says otherwise.
 
     A line that matches no cue is kept as gist when it says something: at least
     ``gist_min_terms`` words that are not stop words nor ``small_talk``; its importance
@@ -845,6 +849,9 @@ class ExtractionRules(_Model):
     requests: list[Pattern] = Field(default_factory=lambda: list(defaults.REQUESTS))
     personal_questions: list[Pattern] = Field(default_factory=lambda: list(defaults.PERSONAL_QUESTIONS))
     promise_tag: Key | None = "quest"
+    deal_tags: list[Key] = Field(default_factory=lambda: ["trade"])
+    deal_markers: list[Pattern] = Field(default_factory=lambda: list(defaults.DEAL_MARKERS))
+    harm_to_npc: list[Pattern] = Field(default_factory=lambda: list(defaults.HARM_TO_NPC))
     openers: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(
         default_factory=lambda: list(defaults.OPENERS)
     )
@@ -887,6 +894,10 @@ class ExtractionRules(_Model):
         if self.promise_tag is not None and self.promise_tag not in self.tags:
             raise ValueError(
                 f"promise_tag {self.promise_tag!r} is not one of the tags: {', '.join(self.tags)}"
+            )
+        if unknown := [tag for tag in self.deal_tags if tag not in self.tags]:
+            raise ValueError(
+                f"deal_tags name unknown tags: {', '.join(unknown)}; known: {', '.join(self.tags)}"
             )
         return self
 

@@ -173,6 +173,9 @@ DEFAULT_RULES = ExtractionRules()
 RULE_TAGS: frozenset[str] = frozenset(DEFAULT_RULES.tags)
 """Every tag the rule-based extractor can produce with the default rules."""
 
+DEAL_REACH = 4
+"""Lines before a deal is closed whose trading it closes."""
+
 CACHED_LINES = 4096
 """Readings of lines kept for lines said again."""
 
@@ -221,6 +224,9 @@ class RuleBasedExtractor:
         self._negation_word = _any_of(negations)
         self._habit = _any_of(self.rules.habit_markers)
         self._personal_question = _any_of(self.rules.personal_questions)
+        self._deal = _any_of(self.rules.deal_markers)
+        self._harm = _any_of(self.rules.harm_to_npc)
+        self._deal_tags = frozenset(self.rules.deal_tags)
         self._told_tag = next((t for t, e in self._tags.items() if e.act == "fact" and t == "personal"), None)
         """The tag of what a player tells of themselves unprompted by a cue (see :meth:`_told`)."""
         self._heat = _any_of(self.rules.intensity.heat_words)
@@ -321,6 +327,8 @@ class RuleBasedExtractor:
         if subject == "second":
             return Hit(tag, listener, clause, claim=False)
         if subject in ("command", "other"):
+            if speaker == "player" and claimable and _told_in_past(clause.text):
+                return Hit(tag, speaker, clause, claim=True)  # "Tracked him three days ...": the "I" left out
             return Hit(tag, speaker, clause, claim=False)
         return None
 
@@ -374,6 +382,7 @@ class RuleBasedExtractor:
             return ()
         events: dict[tuple[str, str], list[Hit]] = {}
         facts: dict[int, Hit] = {}
+        hits = self._exchanges(reading, hits)
         promise = self.rules.promise_tag
         deed_lines = {h.clause.line for h in hits if self._tags[h.tag].act != "fact"}
         hostile = {id(h.clause) for h in hits if self._tags[h.tag].valence == "negative"}
@@ -424,6 +433,49 @@ class RuleBasedExtractor:
                 seen.add(memory.content)
                 kept.append(memory)
         return tuple(kept[:limit])
+
+    def _exchanges(self, reading: Reading, hits: list[Hit]) -> list[Hit]:
+        """``hits`` with trading read as exchanges: trading is one only when a deal closes
+        it (see :meth:`_dealt`) or a habit marker says it is routine ("as usual"), and then
+        it was done with the player, whoever named the price; a deal closed after prices
+        were named ("Thirty for the pair." "Done.") is one even where no trading word was
+        said. Other trading talk is no exchange."""
+        if not self._deal_tags:
+            return hits
+        closed = self._dealt(reading.clauses)
+        window = range(closed - DEAL_REACH, closed + 1) if closed is not None else range(0)
+        habit = self._habit
+        kept = [
+            h for h in hits
+            if h.tag not in self._deal_tags or h.clause.line in window
+            or (habit is not None and habit.search(reading.job.turns[h.clause.line].text) is not None)
+        ]
+        traded = [
+            msgspec.structs.replace(h, actor="player", claim=False) for h in kept if h.tag in self._deal_tags
+        ]
+        if closed is not None and not traded:
+            priced = any(_NUMBER.search(reading.job.turns[line].text.lower()) for line in window if line >= 0)
+            first = next((c for c in reading.clauses if c.line == closed), None)
+            if priced and first is not None:
+                traded = [Hit(self.rules.deal_tags[0], "player", first, claim=False)]
+        return [h for h in kept if h.tag not in self._deal_tags] + traded
+
+    def _dealt(self, clauses: Sequence[Clause]) -> int | None:
+        """The last line of the talk with a clause that closes an exchange (one of
+        ``deal_markers``, neither asked, hypothetical nor negated before it), if any."""
+        if self._deal is None:
+            return None
+        last = None
+        for clause in clauses:
+            if clause.question or clause.hypothetical or clause.hearsay:
+                continue
+            text = clause.text.strip().rstrip(".!?,;: ")  # (a marker may have to end the clause)
+            found = self._deal.search(text)
+            if found is None:
+                continue
+            if self._negation is None or not self._negation.search(text[: found.start()]):
+                last = clause.line
+        return last
 
     def _told(self, reading: Reading) -> list[tuple[int, Clause]]:
         """(line, its first clause) of the player's lines that tell of themselves without
@@ -501,6 +553,9 @@ class RuleBasedExtractor:
         boost = rules.intensity.importance_boost if intensity > rules.intensity.boost_above else 0.0
         importance = min(1.0, primary.importance + boost)
         valences = {self._tags[h.tag].valence for h in group}
+        harm = self._harm
+        if lead.actor == "player" and harm is not None and any(harm.search(h.clause.text) for h in group):
+            valences.add("negative")  # a fight against the NPC itself ("you swung at me")
         valence: Valence = "neutral"
         if "negative" in valences or "positive" in valences:
             valence = "negative" if "negative" in valences else "positive"
@@ -637,6 +692,19 @@ class RuleBasedExtractor:
             + weights.per_exclamation * min(text.count("!"), weights.max_exclamations)
             + weights.per_heat_word * min(heat, weights.max_heat_words),
         )
+
+
+_PAST = re.compile(
+    r"^\W*(?:\w+ed|found|took|put|ran|held|went|got|brought|caught|fought|stood|gave|made|did|set|shot|"
+    r"threw|drove|rode|swam|dug|stole|slew|won|carried|kept|left|sold|bought|paid|built|rebuilt|broke)\b",
+    re.IGNORECASE,
+)
+
+
+def _told_in_past(text: str) -> bool:
+    """Whether ``text`` opens with a verb in the past tense, its subject left out: what
+    the speaker tells of having done ("Tracked him three days into the hills")."""
+    return _PAST.match(text) is not None
 
 
 _OPENING_NAME = re.compile(r"^\W*([A-Z][\w']*)\b(?!\s*,)")
