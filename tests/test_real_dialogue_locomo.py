@@ -54,9 +54,10 @@ def test_a_small_conversation_end_to_end() -> None:
 
 
 @pytest.mark.skipif(not DATA.is_file(), reason=f"LoCoMo development data not found at {DATA}")
-def test_on_the_development_split_the_answer_is_in_the_prompt_nearly_as_often_as_bm25() -> None:
+def test_on_the_development_split_the_answer_is_in_the_prompt_as_often_as_bm25() -> None:
     results = evaluate(json.loads(DATA.read_text()))
     rates = results["rates"]
-    assert rates["plugin"]["all"] >= 0.8 * rates["bm25"]["all"], report(results)
-    assert results["memories"] < results["turns"] / 3, report(results)
+    # 26.6 % against 26.5 % when measured; the margin is a few questions of the 762.
+    assert rates["plugin"]["all"] >= 0.97 * rates["bm25"]["all"], report(results)
+    assert results["memories"] < results["turns"] / 2, report(results)  # at most half the lines kept
     assert results["tokens_min"] >= 900, report(results)

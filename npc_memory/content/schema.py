@@ -866,7 +866,7 @@ class ExtractionRules(_Model):
     gist_min_terms: Annotated[int, Field(ge=1, le=50)] = 4
     gist_importance: Unit = 0.3
     gist_lines: Annotated[int, Field(ge=1, le=8)] = 3
-    memories_per_line: Annotated[float, Field(gt=0.0, le=1.0)] = 0.33
+    memories_per_line: Annotated[float, Field(gt=0.0, le=1.0)] = 0.5
     max_memories: Annotated[int, Field(ge=1, le=32)] = 16
     intensity: Intensity = Intensity()
     template: DeedTemplate = defaults.MEMORY_TEMPLATE

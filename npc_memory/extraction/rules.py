@@ -184,6 +184,12 @@ _NAME_WORD = re.compile(r"[a-z']+")
 _SENTENCES = re.compile(r"[^.!?]+(?:[.!?]+|$)")
 _OFFER = re.compile(r"\b(?:i'?ll|we'?ll|will|let me|let us|let's|going to|gonna|can|shall)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred)\b")
+_PRICE = re.compile(
+    r"^\W*(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen"
+    r"|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|a hundred)"
+    r"(?:[- ]\w+)?\b(?:\W*$| (?:for|and|with|apiece|each|the|a|it is)\b)",
+    re.IGNORECASE,
+)
 _NAME = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]+")
 
 
@@ -454,7 +460,9 @@ class RuleBasedExtractor:
             msgspec.structs.replace(h, actor="player", claim=False) for h in kept if h.tag in self._deal_tags
         ]
         if closed is not None and not traded:
-            priced = any(_NUMBER.search(reading.job.turns[line].text.lower()) for line in window if line >= 0)
+            priced = any(  # a price named as haggling does: "Thirty for the pair." "Eleven."
+                _PRICE.match(clause.text) is not None for clause in reading.clauses if clause.line in window
+            )
             first = next((c for c in reading.clauses if c.line == closed), None)
             if priced and first is not None:
                 traded = [Hit(self.rules.deal_tags[0], "player", first, claim=False)]
