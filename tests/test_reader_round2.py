@@ -168,3 +168,21 @@ def test_self_praise_by_name_moves_trust_as_a_claim_and_is_not_gossiped(plugin: 
     seen = plugin.query.trust("hilda", "quinn") - start["quinn"]
     assert 0.0 <= claimed < seen
     assert not [f for f in plugin.facts("hilda") if f.subject == "mallory" and "heroic" in f.tags]
+
+
+@pytest.mark.parametrize(("speaker", "line"), [
+    ("Hilda", "They're saying you saved the Pryor girl from the river."),  # hearsay
+    ("Hilda", "Steady... there. Thank you. You've saved me an hour."),  # time, not a life
+    ("Mallory", "Till I've saved for a mule. Another year, maybe."),  # money
+])
+def test_saving_that_is_no_rescue_is_no_heroic_deed(speaker: str, line: str) -> None:
+    memories = read(("Mallory", "Evening."), (speaker, line), ("Hilda" if speaker == "Mallory" else "Mallory", "Hm."))
+    assert not [m for m in memories if "heroic" in m.tags and m.actor == "player" and m.source != "heard"]
+
+
+def test_an_account_without_its_i_is_a_claim_to_the_end_of_the_line() -> None:
+    memories = read(
+        ("Hilda", "You look tired."),
+        ("Mallory", "Found a shepherd up on the ridge with his leg broken. Set it myself, then carried him down."),
+    )
+    assert [(m.actor, m.source) for m in memories if m.tags] == [("player", "claimed")]

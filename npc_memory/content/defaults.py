@@ -20,7 +20,9 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
         "label": "stood up for us",
         "cues": [
             {"who": "any", "words": [
-                "saved", r"save (?:us|the village|my \w+)", "rescued?", r"drive (?:them|it|\w+) off",
+                r"saved(?! (?:up|for|enough|money|coin|a bit|my wages|\w+ crowns"
+                r"|(?:me|us) (?:an?|the|some) \w+))",
+                r"save (?:us|the village|my \w+)", "rescued?", r"drive (?:them|it|\w+) off",
                 "drove (?:them|it) off", "fought off", "defended", "defend", "protected", "protect",
                 "stepped in", "bravely", "owe you everything", "owe you my life",
                 r"pulled (?:her|him|them|me|the \w+|my \w+) (?:out|free|clear|up|from)",
@@ -54,7 +56,9 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 r"put (?:\w+ )?in the (?:water|river|ground|dirt|mud)", r"shot (?:him|her|it|them|the \w+)",
                 r"ran (?:a |the )?(?:\w+ )?(?:gang|band|pack|them|him|her) (?:of \w+ )?off",
                 r"stood (?:the|on the) (?:\w+ )?(?:wall|gate|line|bridge)",
-                r"fought (?:beside|with) (?:me|us)", r"had (?:the one|him|her) [\w ]{0,20}on the ground",
+                r"fought (?:beside|with|alongside) (?:me|us)",
+                r"(?:fought|stood) (?:on|at) (?:my|our) side",
+                r"had (?:the one|him|her) [\w ]{0,20}on the ground",
             ]},
         ],
     },
@@ -75,7 +79,8 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
             {"who": "npc", "words": [
                 "thank you for the help", "thanks for the help", "thank you for your help", "you helped",
                 "you fixed", "you repaired", "you brought", "medicine you brought", "my back thanks you",
-                "good eye", "sharp eyes?", "well spotted",
+                "good eye", "sharp eyes?", "well spotted", "thanks to you",
+                r"couldn'?t have done it without you",
                 "you mended", "you found", r"you (?:carried|fetched|hauled|swept|cleared|dug|caught)",
             ]},
         ],
@@ -175,7 +180,10 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 " (?:you|your)", "don'?t make me", "i know where you live", "pay what",
                 "(?:break|snap|cut|slit|wring) your (?:arm|arms|legs?|neck|fingers?|jaw|nose|face|throat|head"
                 "|skull)", "you'?ll be (?:sorry|dead|buried|next)", "accidents happen", "would be a pity",
-                "be a pity if", "i'?d hate for", "keep your mouth shut",
+                "be a pity if", "i'?d hate for", "keep your mouth shut", "sleep with one eye open",
+                r"(?:it'?d|it would) be a (?:shame|pity)",
+                r"your (?:\w+ )?(?:house|home|stall|shop|warehouse|roof|barn|forge|inn|family|wife|husband"
+                r"|daughter|son|children|kids|girl|boy|mother|father|little one) (?:might|would|could|may)\b",
                 "you'?ll (?:burn|hang|bleed|pay for)",
             ]},
             {"who": "npc", "words": ["are you threatening", "you threatened", "threatening me"]},
@@ -280,6 +288,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 "widow(?:ed|er)?", "orphan(?:ed)?", "i (?:married|wed)", "(?:my|her|his) (?:late )?husband",
                 "for a living", "by trade", "apprenticed?", "looking for work",
                 "i'?m (?:looking|after|out) for (?:work|a place|a job|my|a trade)",
+                r"i'?m after (?:\w+ )?(?:work|a job|a place|a post|a trade)",
                 "i keep (?:bees|sheep|goats|hens|pigs|cows|a |an |the )",
                 "i (?:catch|carry|make|mend|sell|draw|grow|breed|fish|hunt|trap|weave|brew|bake|teach|tend"
                 "|herd|sweep|write|copy|build|sail|drive|haul|forge|carve|sew|paint|sing|play) \\w+ for",
@@ -352,14 +361,17 @@ NEGATIONS: list[str] = [
 
 HYPOTHETICALS: list[str] = [
     "if", "unless", "would", "could", "might", "maybe", "perhaps", "imagine", "suppose", "supposing",
-    "wish", "should have", "would have", "could have", "i'?d", "you'?d", "we'?d", "must be", "in case",
+    "wish", "should have", "would have", "could have",
+    r"(?:i|you|we)'?d(?! (?:my|a|an|the|his|her|their|our|your|no|nothing|been|had|got|just|already)\b)",
+    "must be", "in case",
     "pretend", "someday", "one day", "what if",
 ]
 """Words that make a clause a hypothetical, a conditional or a guess: no deed or act
 happened ("If they came back I would hide", "you must be a good salesperson")."""
 
 HEARSAY: list[str] = [
-    "heard", "they say", "people say", "word is", r"rumou?rs?", "apparently", "supposedly",
+    "heard", "they say", "people say", r"(?:they'?re|people are|folk are|everyone'?s) saying", "word is",
+    r"rumou?rs?", "apparently", "supposedly",
     "according to", "said", "says", "told", "tells",
 ]
 """Words that make a clause reported speech: what someone else said or did, not a deed of

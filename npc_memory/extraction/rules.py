@@ -703,7 +703,8 @@ class RuleBasedExtractor:
 
 
 _PAST = re.compile(
-    r"^\W*(?:\w+ed|found|took|put|ran|held|went|got|brought|caught|fought|stood|gave|made|did|set|shot|"
+    r"^\W*(?:(?:then|and|so|later|after that)\W+)?"
+    r"(?:\w+ed|found|took|put|ran|held|went|got|brought|caught|fought|stood|gave|made|did|set|shot|"
     r"threw|drove|rode|swam|dug|stole|slew|won|carried|kept|left|sold|bought|paid|built|rebuilt|broke)\b",
     re.IGNORECASE,
 )

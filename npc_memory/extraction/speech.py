@@ -27,7 +27,8 @@ Role = Literal["player", "npc"]
 
 FIRST = frozenset(("i", "i'm", "i've", "i'll", "i'd", "me", "we", "we're", "we've", "we'll", "we'd", "us",
                    "let's", "myself", "ourselves"))
-SECOND = frozenset(("you", "you're", "you've", "you'll", "you'd", "thank", "thanks", "yourself"))
+SECOND = frozenset(("you", "you're", "you've", "you'll", "you'd", "thank", "thanks", "yourself",
+                    "ye", "ye're", "ye've", "ye'll", "thou", "yerself"))
 PERSONS = frozenset(("he", "she", "they", "he's", "she's", "they're", "they've", "they'll", "him", "her",
                      "them", "someone", "somebody", "nobody", "everyone", "everybody", "people", "who",
                      "whoever", "folks", "nobody's", "he'll", "she'll", "he'd", "she'd"))
@@ -44,7 +45,7 @@ NUMBERS = frozenset(("one", "two", "three", "four", "five", "six", "seven", "eig
 _NOT_NAMES_OR_NUMBERS = NUMBERS | _NOT_NAMES
 AGENTS: dict[str, Subject] = {
     **dict.fromkeys(("i", "i'm", "i've", "i'll", "i'd", "we", "we're", "we've", "we'll", "we'd"), "first"),
-    **dict.fromkeys(("you", "you're", "you've", "you'll", "you'd"), "second"),
+    **dict.fromkeys(("you", "you're", "you've", "you'll", "you'd", "ye", "ye've", "thou"), "second"),
     **dict.fromkeys(("he", "she", "they", "he's", "she's", "they're", "they've", "he'd", "she'd"), "person"),
 }
 """Subject pronouns: the nearest one before a deed's verb says who did it ("I saw you fight")."""
