@@ -74,7 +74,9 @@ def test_memories_stay_bounded_however_many_come_without_a_decay_visit(cap: int)
 def test_players_stay_bounded_within_ticks_not_only_on_the_daily_visit() -> None:
     """Many new players a game hour: each tick holds the NPC to ``players_per_npc``
     (with 1/10 of slack: it goes down to 90 % when over), whatever the decay cycle."""
-    plugin = npc_memory.install(world="m", pack=bounded(players_per_npc=10), time_scale=60.0)
+    plugin = npc_memory.install(
+        world="m", pack=bounded(players_per_npc=10), time_scale=60.0, deterministic=True
+    )  # count caps only: on a loaded machine the time budget could leave the shedding for a later tick
     plugin.add_npc(key="brandt", archetype="guard_captain")
     handle = plugin.npc("brandt")
     decay = next(p for p in plugin.processors if type(p).__name__ == "DecaySystem")

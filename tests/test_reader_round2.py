@@ -50,10 +50,20 @@ def test_a_conditional_that_threatens_nobody_is_no_threat(line: str) -> None:
     assert "threat" not in {t for _, _, tags in tagged(read(("Mallory", line), ("Hilda", "Maybe."))) for t in tags}
 
 
-def test_a_gift_handed_over_is_a_gift_seen_not_help_claimed() -> None:
-    memories = read(("Mallory", "I brought you these herbs as a gift."), ("Hilda", "How kind."))
+@pytest.mark.parametrize("line", [
+    "I brought you these herbs as a gift.",
+    "I brought you spices from the coast, a gift for you.",  # the town demo's trader
+])
+def test_a_gift_handed_over_is_a_gift_seen_not_help_claimed(line: str) -> None:
+    memories = read(("Mallory", line), ("Hilda", "How kind."))
     assert tagged(memories) == [("player", "witnessed", ("gift",))]
     assert memories[0].content.startswith("Mallory gave a gift")
+
+
+@pytest.mark.parametrize("speaker", ["Hilda", "Mallory"])
+def test_a_gift_only_spoken_of_is_no_gift_given(speaker: str) -> None:
+    memories = read(("Hilda", "That's a fine ring."), (speaker, "The ring was a gift from my mother."))
+    assert not [m for m in memories if "gift" in m.tags and m.actor == "player"]
 
 
 def test_praise_of_oneself_by_name_is_a_claim_and_by_the_npc_a_deed_seen() -> None:
@@ -139,12 +149,16 @@ def test_a_line_said_again_days_later_reinforces_the_first(plugin: npc_memory.Me
     assert again.id == first.id and again.access_count > first.access_count
 
 
-def test_a_deed_seen_again_another_day_happened_again(plugin: npc_memory.MemoryPlugin) -> None:
+def test_a_deed_told_again_in_the_same_words_another_day_is_one_memory(plugin: npc_memory.MemoryPlugin) -> None:
     line = ("Mallory", "Here, take this, it's for you: a loaf still warm.")
     talk(plugin, line, ("Hilda", "Bless you."))
     skip_days(plugin, 2.5)
     talk(plugin, line, ("Hilda", "Bless you."))
-    assert plugin.query.count_memories_by_tag("hilda", "mallory", "gift") == 2
+    [gift] = [m for m in plugin.memories("hilda", "mallory") if "gift" in m.tags]
+    assert gift.access_count == 1
+    plugin.remember("hilda", "mallory", "Mallory gave me a loaf", tags=["gift"])  # the game's own: always new
+    plugin.remember("hilda", "mallory", "Mallory gave me a loaf", tags=["gift"])
+    assert plugin.query.count_memories_by_tag("hilda", "mallory", "gift") == 3
 
 
 def test_a_flagged_line_in_many_conversations_is_kept_once(plugin: npc_memory.MemoryPlugin) -> None:

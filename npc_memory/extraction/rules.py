@@ -336,6 +336,8 @@ class RuleBasedExtractor:
             if speaker == "player" and claimable and _told_in_past(clause.text):
                 return Hit(tag, speaker, clause, claim=True)  # "Tracked him three days ...": the "I" left out
             return Hit(tag, speaker, clause, claim=False)
+        if subject == "thing" and not claimable and _TO_LISTENER.search(clause.text):
+            return Hit(tag, speaker, clause, claim=False)  # an act seen as it is done: "..., a gift for you."
         return None
 
     # ------------------------------------------------------------------ memories
@@ -716,6 +718,7 @@ def _told_in_past(text: str) -> bool:
     return _PAST.match(text) is not None
 
 
+_TO_LISTENER = re.compile(r"\b(?:you|your|ye)\b", re.IGNORECASE)
 _OPENING_NAME = re.compile(r"^\W*([A-Z][\w']*)\b(?!\s*,)")
 
 

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 import msgspec
 
-from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import (
     EpisodicMemory,
     Memory,
@@ -73,9 +72,9 @@ class MemoryService:
         """Store a memory of ``npc`` about ``player`` (``None``: the world) within the
         pair's caps, or reinforce the same habit; see ``MemoryPlugin.remember``. With
         ``reinforce_same`` (memories drawn from conversations) a memory that says what one
-        already held says reinforces it instead of adding a copy (see :func:`same_memory`:
-        a deed seen again on another day happened again, and repeated deeds are what
-        consolidation turns into knowledge and habits; words said again are reinforced).
+        already held says reinforces it instead of adding a copy (see :func:`same_memory`),
+        whenever it was said: talk said again in the same words is one memory, its
+        ``access_count`` the times it was said after the first.
         ``actor`` and ``source`` say whose deed it records and how the NPC knows it,
         ``teller`` who told it; only ``player``'s own deeds of a counted source move the
         relationship. ``screened``: ``content`` already went through the safety screen
@@ -122,7 +121,7 @@ class MemoryService:
                 **common,  # type: ignore[arg-type]
             )
         habit = same_habit(pair, memory) if isinstance(memory, ProceduralMemory) else None
-        held = same_memory(pair, memory, int(now // SECONDS_PER_DAY)) if reinforce_same else None
+        held = same_memory(pair, memory) if reinforce_same else None
         if habit is not None:
             memory = msgspec.structs.replace(
                 habit,
@@ -263,19 +262,15 @@ class MemoryService:
             )
 
 
-def same_memory(pair: PairMemories, memory: Memory, day: int) -> Memory | None:
+def same_memory(pair: PairMemories, memory: Memory) -> Memory | None:
     """The memory of ``pair`` that says what ``memory`` says (same kind, content equal
-    but for case and spacing, same tags, scope, actor and source), if any. A deed seen
-    (``witnessed``) is the same only on the same game ``day``: seen again another day, it
-    happened again. Words said, claimed or heard again are the same words whenever."""
+    but for case and spacing, same tags, scope, actor and source), if any: a line said
+    again, on any day, in the same words, is the same memory."""
     if isinstance(memory, ProceduralMemory):
         return None
     records: Sequence[Memory] = pair.episodic if isinstance(memory, EpisodicMemory) else pair.semantic
-    dated = isinstance(memory, EpisodicMemory) and memory.source == "witnessed"
     folded = " ".join(memory.content.split()).casefold()
     for held in records:
-        if dated and int(held.created // SECONDS_PER_DAY) != day:
-            continue
         if (
             held.tags == memory.tags
             and held.scope == memory.scope
