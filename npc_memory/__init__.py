@@ -6,7 +6,7 @@
 
 from npc_memory import events
 from npc_memory.clock import SECONDS_PER_DAY, GameClock
-from npc_memory.collector import FrameCollector
+from npc_memory.collector import FrameCollector, collection_paused
 from npc_memory.components import (
     EpisodicMemory,
     Memory,
@@ -100,6 +100,7 @@ __all__ = [
     "UnknownContentError",
     "UnknownEntityError",
     "VersionConflictError",
+    "collection_paused",
     "events",
     "get_plugin",
     "install",

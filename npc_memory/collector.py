@@ -1,4 +1,7 @@
-"""Python's cyclic garbage collector, run between frames instead of inside them.
+"""Python's cyclic garbage collector, run between frames instead of inside them: an
+opt-in helper for the game. The plugin itself never changes the collector (no
+``gc.disable()``, ``gc.freeze()`` or collection of its own); only the game's calls
+into this module do.
 
 CPython's collector runs whenever enough container objects have been allocated, in whatever
 code allocates: a tick, a facade call, the store's writer thread. A young collection costs a
@@ -9,7 +12,8 @@ the young generation in the slack a frame leaves, then freezes what survived
 objects that die is still freed at once by reference counting; only reference *cycles* that
 outlive a frame and die later wait for :meth:`FrameCollector.full`, which a game runs where
 a pause is invisible (a loading screen, a level change). The plugin itself makes no
-reference cycles as it runs.
+reference cycles as it runs. :func:`collection_paused` keeps automatic collection off
+for a block, such as loading a large store.
 """
 
 from __future__ import annotations
@@ -63,8 +67,7 @@ _switch = _Switch()
 
 class _Paused:
     """The context manager :func:`collection_paused` returns (one for all: the count is
-    in the switch; a class, not a generator, as the store's writer enters it for every
-    document it copies)."""
+    in the switch)."""
 
     def __enter__(self) -> None:
         _switch.hold(collector=False)
@@ -76,11 +79,18 @@ class _Paused:
 _PAUSED = _Paused()
 
 
+def collector_running() -> bool:
+    """Whether a :class:`FrameCollector` runs (automatic collection is then off)."""
+    return _switch.collectors > 0
+
+
 def collection_paused() -> _Paused:
-    """No automatic collection during the ``with`` block (a block that builds and drops
-    many objects, or copies state another thread changes). Safe from any thread and
-    beside a running :class:`FrameCollector`: automatic collection comes back after the
-    block only if it was on before and no collector runs."""
+    """No automatic collection during the ``with`` block: for the game to wrap a block
+    that builds many long-lived objects, such as installing the plugin on a large store
+    (a 1,000-NPC load then skips the collections that would walk what it has decoded so
+    far). Safe from any thread and beside a running :class:`FrameCollector`: automatic
+    collection comes back after the block only if it was on before and no collector
+    runs. The plugin never enters it itself."""
     return _PAUSED
 
 

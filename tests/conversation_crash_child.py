@@ -35,7 +35,7 @@ def say(line: str) -> None:
 
 def main(db: str, capture: str) -> None:
     if capture == "tick":
-        persistence_module.gil_enabled = lambda: False  # as on an interpreter without a GIL
+        persistence_module.writer_may_capture = lambda: False  # as on an interpreter without a GIL
     data = load_pack("village").model_dump()
     data["budgets"].update(
         snapshot_interval=1.0, snapshot_documents_per_tick=2, snapshot_tick_ms=1000.0,

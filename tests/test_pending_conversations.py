@@ -14,14 +14,23 @@ import shutil
 from pathlib import Path
 
 import msgspec
+import pytest
 
 import npc_memory
 from npc_memory.components import PendingConversation
 from npc_memory.content import validate_pack
+from npc_memory.services import persistence
 from npc_memory.store import NpcDocument, TinyDBStore
 
 from .conftest import tick
 from .test_unsaved_contract import WAIT, GateStore
+
+
+@pytest.fixture(autouse=True)
+def writer_captures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer thread captures each round, in groups, as on Python 3.12+ or beside a
+    running FrameCollector (the tests stop it between groups)."""
+    monkeypatch.setattr(persistence, "writer_may_capture", lambda: True)
 
 NPCS = 600
 """More NPCs changed in a round than one group of its documents holds (512), so the

@@ -5,6 +5,8 @@ and the oldest unsaved change is known."""
 from __future__ import annotations
 
 import contextlib
+import gc
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -151,7 +153,7 @@ def test_sessions_that_patch_what_earlier_ones_saved_come_back_exactly(
     leave their journal (checkpoint_bytes is large and close is told not to fold).
     Captures are made by the writer thread or by the tick."""
     reset_esper()
-    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(persistence, "gil_enabled", lambda: on_writer):
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(persistence, "writer_may_capture", lambda: on_writer):
         db = Path(tmp) / "world.db"
         before: dict[str, Any] = {}
         for number, ops in enumerate(sessions):
@@ -191,7 +193,7 @@ def test_after_a_restart_the_first_writes_are_patches(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("on_writer", [True, False])
 def test_the_oldest_unsaved_change_is_known(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_writer: bool) -> None:
-    monkeypatch.setattr(persistence, "gil_enabled", lambda: on_writer)
+    monkeypatch.setattr(persistence, "writer_may_capture", lambda: on_writer)
     plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=10.0, per_tick=10), store=tmp_path / "w.db")
     snapshot = next(p for p in plugin.processors if isinstance(p, SnapshotSystem))
     service = snapshot.persistence
@@ -269,13 +271,61 @@ def test_threshold_events_fire_once_per_crossing_across_a_restart(tmp_path: Path
     npc_memory.uninstall("w")
 
 
+def test_the_plugin_leaves_the_garbage_collector_as_the_game_set_it(tmp_path: Path) -> None:
+    """Installing on a store, snapshot rounds, a save and a reload: automatic collection
+    stays on and runs throughout (collections seen during the load), nothing is
+    frozen, and on Python 3.11 the tick captures (a collection inside the writer's copy
+    could let the game's thread change what it copies)."""
+    thresholds = gc.get_threshold()
+    frozen = gc.get_freeze_count()
+    collections: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    pack = snapshot_pack(interval=10.0, per_tick=2)
+    gc.set_threshold(100)
+    try:
+        plugin = npc_memory.install(world="gcw", pack=pack, store=tmp_path / "g.db")
+        snapshot = next(p for p in plugin.processors if isinstance(p, SnapshotSystem))
+        assert snapshot.persistence.capture_on_writer is (sys.version_info >= (3, 12))
+        for i in range(40):
+            plugin.add_npc(key=f"npc{i}")
+            plugin.remember(f"npc{i}", None, f"The mill burned down, part {i}")
+        tick("gcw", 25)
+        plugin.save()
+        assert gc.isenabled() and gc.get_freeze_count() == frozen
+        npc_memory.uninstall("gcw")
+        gc.callbacks.append(seen)
+        try:
+            again = npc_memory.install(world="gcw", pack=pack, store=tmp_path / "g.db")
+        finally:
+            gc.callbacks.remove(seen)
+        assert len(again.stored_npcs()) == 40
+        assert collections and gc.isenabled() and gc.get_freeze_count() == frozen
+    finally:
+        gc.set_threshold(*thresholds)
+
+
 @pytest.fixture
 def tick_captures(monkeypatch: pytest.MonkeyPatch) -> None:
     """Captures on the tick, as on an interpreter without a GIL."""
-    monkeypatch.setattr(persistence, "gil_enabled", lambda: False)
+    monkeypatch.setattr(persistence, "writer_may_capture", lambda: False)
 
 
-def test_the_writer_captures_each_round_and_the_tick_hands_it_the_keys(tmp_path: Path) -> None:
+@pytest.fixture
+def frame_collector() -> Iterator[npc_memory.FrameCollector]:
+    """The game runs a FrameCollector (automatic collection off)."""
+    collector = npc_memory.FrameCollector().start()
+    yield collector
+    collector.stop()
+    gc.unfreeze()
+
+
+def test_the_writer_captures_each_round_and_the_tick_hands_it_the_keys(
+    tmp_path: Path, frame_collector: npc_memory.FrameCollector
+) -> None:
     writes: list[list[str]] = []
     store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes)
     plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=10.0, per_tick=2), store=store)
@@ -335,7 +385,7 @@ def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path, 
 @pytest.mark.parametrize("on_writer", [True, False])
 def test_the_tick_never_waits_for_the_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_writer: bool) -> None:
     monkeypatch.setattr(persistence, "MAX_BACKLOG", 3)
-    monkeypatch.setattr(persistence, "gil_enabled", lambda: on_writer)
+    monkeypatch.setattr(persistence, "writer_may_capture", lambda: on_writer)
     gate = threading.Event()
     writes: list[list[str]] = []
     store = RecordingStore(TinyDBStore(tmp_path / "w.db"), writes, gate=gate)
@@ -454,7 +504,7 @@ def test_the_demo_resumes_from_its_store(tmp_path: Path) -> None:
 def blocked_village(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[npc_memory.MemoryPlugin, StoreWriter, threading.Event]]:
     """12 NPCs, a round every 16 s captured on the writer, whose disk is blocked until
     the gate is set (set again at the end, so the writer never waits for its timeout)."""
-    monkeypatch.setattr(persistence, "gil_enabled", lambda: True)
+    monkeypatch.setattr(persistence, "writer_may_capture", lambda: True)
     gate = threading.Event()
     store = RecordingStore(TinyDBStore(tmp_path / "w.db"), [], gate=gate)
     plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=16.0), store=store)
@@ -584,7 +634,7 @@ def test_recording_store_is_a_journal_store(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("on_writer", [True, False])
 def test_removed_and_stored_documents_are_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_writer: bool) -> None:
-    monkeypatch.setattr(persistence, "gil_enabled", lambda: on_writer)
+    monkeypatch.setattr(persistence, "writer_may_capture", lambda: on_writer)
     plugin = npc_memory.install(world="w", pack=snapshot_pack(interval=1.0, per_tick=10), store=tmp_path / "w.db")
     plugin.add_npc(key="hilda", archetype="blacksmith", room="forge")
     plugin.add_player(key="alice", room="forge")
@@ -634,7 +684,7 @@ def gated_village(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[C
     """Makes six NPCs, saved, in world "w": a round every 16 s on the writer, two
     documents per group, its store's ``block``-th append held (see
     :class:`GatedStore`); the gate is opened and the world uninstalled at the end."""
-    monkeypatch.setattr(persistence, "gil_enabled", lambda: True)
+    monkeypatch.setattr(persistence, "writer_may_capture", lambda: True)
     monkeypatch.setattr(writer_module, "ROUND_GROUP", 2)
     gate = threading.Event()
 

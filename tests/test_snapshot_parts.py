@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import npc_memory
 from npc_memory.content import load_pack, validate_pack
+from npc_memory.services import persistence
 from npc_memory.services.persistence import PersistenceService
 from npc_memory.store import Part
 from npc_memory.store.records import NpcCapture, capture_handle, diff, document_of_capture, gil_enabled
@@ -27,6 +28,13 @@ from .conftest import reset_esper, tick
 from .test_persistence import components
 
 pytestmark = pytest.mark.skipif(not gil_enabled(), reason="the writer thread captures only with a GIL")
+
+
+@pytest.fixture(autouse=True)
+def writer_captures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer thread captures, as it does on Python 3.12+ or beside a running
+    FrameCollector."""
+    monkeypatch.setattr(persistence, "writer_may_capture", lambda: True)
 
 NPCS = {"hilda": "forge", "bram": "forge", "tova": "market"}
 PLAYERS = {"alice": "forge", "bob": "forge"}

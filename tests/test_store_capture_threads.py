@@ -4,8 +4,10 @@ instant."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -60,6 +62,46 @@ def test_atomic_captures_from_another_thread_are_never_torn() -> None:
     from npc_memory.store.records import capture_atomically
 
     captures, torn = torn_captures(lambda h: capture_atomically(h, 0.0))
+    assert captures > 100 and torn == 0
+
+
+class Finalized:
+    """Cyclic garbage whose finalizer lets other threads run, as a game's object with
+    ``__del__`` may when a collection reclaims it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        time.sleep(0)
+
+
+def with_collections(capture: Callable[[object], NpcCapture]) -> tuple[int, int]:
+    """:func:`torn_captures` with the automatic collector running every few allocations
+    and finalizers that switch threads in the garbage it reclaims."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(5)
+
+    def making_garbage(handle: object) -> NpcCapture:
+        Finalized()
+        return capture(handle)
+
+    try:
+        return torn_captures(making_garbage)
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.collect()
+
+
+def test_captures_stay_whole_with_collections_due_all_the_time() -> None:
+    """A collection that ran inside a copy could run a finalizer that lets the game's
+    thread change the NPC mid-copy (on Python 3.11 even free what is being copied).
+    From 3.12 collections wait for the interpreter loop; on 3.11 the copy holds
+    automatic collection off, which is why the writer captures there only beside a
+    running FrameCollector (``writer_may_capture``)."""
+    from npc_memory.store.records import capture_atomically
+
+    captures, torn = with_collections(lambda h: capture_atomically(h, 0.0))  # type: ignore[arg-type,return-value]
     assert captures > 100 and torn == 0
 
 

@@ -45,13 +45,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import esper
+import pytest
 
 import npc_memory
 from npc_memory.errors import StoreCorruptError
+from npc_memory.services import persistence
 from npc_memory.store import NpcDocument, StoreContents, TinyDBStore
 from npc_memory.store.records import MetaRecord, Record
 
 from .conftest import tick
+
+
+@pytest.fixture(autouse=True)
+def writer_captures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer thread captures each round, in groups, as on Python 3.12+ or beside a
+    running FrameCollector (the tests stop it between groups)."""
+    monkeypatch.setattr(persistence, "writer_may_capture", lambda: True)
 
 WORLD = "unsaved"
 SEED = 20261201

@@ -81,7 +81,7 @@ from npc_memory.store.records import (
     capture_atomically,
     capture_document,
     capture_handle,
-    gil_enabled,
+    writer_may_capture,
 )
 from npc_memory.store.writer import Players, StoreWriter, WriteBatch
 
@@ -216,8 +216,11 @@ class PersistenceService:
         """Snapshot rounds numbered over the store's life (the last one started)."""
         self.rounds_completed = 0
         """Snapshot rounds (and saves) on disk since install."""
-        self.capture_on_writer = gil_enabled() if capture_on_writer is None else capture_on_writer
-        """Whether the writer thread captures round documents (needs a GIL)."""
+        self._capture_choice = capture_on_writer
+        self.capture_on_writer = writer_may_capture() if capture_on_writer is None else capture_on_writer
+        """Whether the writer thread captures the current round's documents (else this
+        thread does, within ``snapshot_tick_ms``): chosen at each round's start, unless
+        given, by :func:`~npc_memory.store.records.writer_may_capture`."""
         self.writer = (
             None
             if store is None
@@ -387,10 +390,10 @@ class PersistenceService:
     ) -> None:
         """Hand the documents of ``keys`` and the deletion of ``deletions`` to the
         writer, then ``after``; returns at once. The writer captures the documents
-        where it can (see :attr:`capture_on_writer`), else this thread does now."""
+        where it may now (see :attr:`capture_on_writer`), else this thread does now."""
         if self.writer is None:
             return
-        if self.capture_on_writer:
+        if writer_may_capture() if self._capture_choice is None else self._capture_choice:
             self.writer.submit(WriteBatch(keys=list(keys), deletions=sorted(deletions), after=after))
             return
         now = self.state.clock.now
@@ -561,6 +564,8 @@ class PersistenceService:
 
     def _start_round(self, now: float) -> None:
         state = self.state
+        if self._capture_choice is None:
+            self.capture_on_writer = writer_may_capture()
         self.snapshots += 1
         self._round_number = self.snapshots
         self._date_changes()

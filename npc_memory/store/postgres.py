@@ -51,7 +51,6 @@ run ``VACUUM FULL`` on the tables and let the log and backups age out.)
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import re
@@ -63,7 +62,6 @@ from typing import Any, TypeVar, cast
 
 import msgspec
 
-from npc_memory.collector import collection_paused
 from npc_memory.errors import (
     StoreConflictError,
     StoreCorruptError,
@@ -262,7 +260,7 @@ class PostgresStore:
         def load(conn: psycopg.Connection[Any]) -> tuple[StoreContents, dict[str, int]]:
             documents: dict[str, Document] = {}
             versions: dict[str, int] = {}
-            with conn.cursor(name="npc_memory_load") as cursor, collection_paused():
+            with conn.cursor(name="npc_memory_load") as cursor:
                 cursor.itersize = FETCH_ROWS
                 cursor.execute(
                     "SELECT key, version, data::text FROM npc_memory_documents "
@@ -279,7 +277,6 @@ class PostgresStore:
         contents, versions = self._run(load)
         with self._lock:
             self._versions = versions
-        gc.freeze()  # loaded state is long-lived: keep it out of future collections
         return contents
 
     def read_meta(self) -> StoreMeta | None:

@@ -6,7 +6,8 @@ frozen records: pointer copies, no encoding) that the writer can read while the 
 keeps changing the live components. It is one sequence of C calls (a
 ``msgspec.convert`` and a ``dict.copy``) that neither releases the GIL nor runs Python
 code, so the writer thread itself may make it (:func:`capture_atomically`): no other
-thread runs meanwhile. Without a GIL the thread that changes the components makes it
+thread runs meanwhile, provided no garbage collection runs inside the copy either
+(:func:`writer_may_capture`). Without a GIL the thread that changes the components makes it
 (:func:`capture_handle`). The writer
 copies only the parts of the document (:class:`~npc_memory.store.documents.Part`)
 marked changed since the capture it wrote last and shares the others with it, so a
@@ -40,7 +41,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from npc_memory.collector import collection_paused
+from npc_memory.collector import collection_paused, collector_running
 from npc_memory.components import (
     ConversationSummary,
     EpisodicMemory,
@@ -308,17 +309,40 @@ def capture_atomically(
 ) -> Capture:
     """:func:`capture_handle` from another thread than the one that changes the
     components: the copy is one sequence of C calls that neither releases the GIL nor
-    runs Python code while the garbage collector is paused (a collection could run
-    finalizers), so no other thread runs meanwhile and it sees the handle at one
+    runs Python code, so no other thread runs meanwhile and it sees the handle at one
     instant. Only valid where a GIL exists (:func:`gil_enabled`).
+
+    Only where :func:`writer_may_capture` says so: on Python 3.11 a collection may run
+    inside the copy (from an allocation) and its finalizers may let another thread
+    change what is being copied, so there the copy is made with automatic collection
+    held off, which a running :class:`~npc_memory.collector.FrameCollector` has already
+    done (and which then keeps it off until the copy ends, should the game stop the
+    collector meanwhile). From 3.12 collections wait for the interpreter loop.
 
     Given ``base`` (an earlier capture of the same NPC) only the ``parts`` marked
     changed since it are copied; the others are taken from ``base`` as they are."""
     if base is None:
         parts = Part.ALL
-    with collection_paused():
+    if _COLLECTS_IN_ALLOCATIONS:
+        with collection_paused():
+            copied, relationships = _copy(handle, parts)
+    else:
         copied, relationships = _copy(handle, parts)
     return _flat(copied, relationships, saved_at, base)
+
+
+_COLLECTS_IN_ALLOCATIONS = sys.version_info < (3, 12)
+"""Whether CPython runs a garbage collection inside the allocation that makes one due
+(up to 3.11), rather than at the interpreter loop's next check (3.12 and later)."""
+
+
+def writer_may_capture() -> bool:
+    """Whether another thread may capture documents with :func:`capture_atomically`
+    now, leaving the game's garbage collector as it is: with a GIL, and on Python 3.11
+    only while a :class:`~npc_memory.collector.FrameCollector` runs (automatic
+    collection off). Otherwise the thread that changes the components captures them
+    (:func:`capture_handle`)."""
+    return gil_enabled() and (not _COLLECTS_IN_ALLOCATIONS or collector_running())
 
 
 def _flat(
@@ -913,4 +937,5 @@ __all__ = [
     "encode_capture",
     "gil_enabled",
     "list_edit",
+    "writer_may_capture",
 ]

@@ -31,7 +31,6 @@ checkpoint; the store (``load``, every ``npc-memory`` tool) shows the journal's 
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import logging
 import os
@@ -49,7 +48,6 @@ import filelock
 import msgspec
 from tinydb import Storage
 
-from npc_memory.collector import collection_paused
 from npc_memory.errors import (
     StoreCorruptError,
     StoreError,
@@ -371,27 +369,25 @@ class TinyDBStore:
             found.append((exc.path, exc.problem))
         documents: dict[str, Document] = {}
         lsns: dict[str, int] = {}
-        with collection_paused():  # decoding builds many container objects: skip the collector
-            for path in self._document_paths():
-                try:
-                    document, lsn = self._read_document_and_lsn(path)
-                except StoreCorruptError as exc:
-                    found.append((exc.path, exc.problem))
-                    continue
-                documents[document.key] = document
-                lsns[document.key] = lsn
-            if found:  # also what the readable documents hold, before stopping
-                docs = self.path / DOCS_DIR
-                for key, document in documents.items():
-                    found += [(str(docs / file_name(key)), p) for p in document_problems(document)]
-                raise self._damage(found)
-            folded = max(lsns.values(), default=0) > 0  # documents a checkpoint wrote
-            with self._naming():
-                meta, top = self._replay(documents, lsns, meta, meta_lsn)
-            found += self._value_problems(documents, meta, folded=folded)
+        for path in self._document_paths():
+            try:
+                document, lsn = self._read_document_and_lsn(path)
+            except StoreCorruptError as exc:
+                found.append((exc.path, exc.problem))
+                continue
+            documents[document.key] = document
+            lsns[document.key] = lsn
+        if found:  # also what the readable documents hold, before stopping
+            docs = self.path / DOCS_DIR
+            for key, document in documents.items():
+                found += [(str(docs / file_name(key)), p) for p in document_problems(document)]
+            raise self._damage(found)
+        folded = max(lsns.values(), default=0) > 0  # documents a checkpoint wrote
+        with self._naming():
+            meta, top = self._replay(documents, lsns, meta, meta_lsn)
+        found += self._value_problems(documents, meta, folded=folded)
         if found:
             raise self._damage(found)
-        gc.freeze()  # loaded state is long-lived: keep it out of future collections
         self._lsn = max(self._lsn or 0, top, *lsns.values())
         self._versions = {key: lsns[key] for key in documents}
         return StoreContents(meta=meta, documents=documents, lsns=dict(self._versions))
@@ -1005,8 +1001,7 @@ class TinyDBStore:
             return
         if pause is not None:
             pause()
-        with collection_paused():  # a decoded document is many short-lived objects
-            folded = self._folded(fold, key, path, shard_lsn, entries, last_whole, pause or _no_pause)
+        folded = self._folded(fold, key, path, shard_lsn, entries, last_whole, pause or _no_pause)
         self._write_shard(path, *folded)
 
     def _folded(
