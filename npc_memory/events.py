@@ -123,13 +123,14 @@ class ExtractionDropped(Event, frozen=True, kw_only=True):
 
 class FactLearned(Event, frozen=True, kw_only=True):
     """NPC ``npc`` learned a fact: first-hand (``teller`` is ``None``), from a
-    conversation, authored content, or gossip from ``teller`` in ``room``."""
+    conversation, authored content, or gossip from ``teller`` in ``room``. ``topic`` is
+    what the fact is a rival claim about (``None``: it competes with none)."""
 
     npc: str
     fact: str
     origin: str
     subject: str | None
-    topic: str
+    topic: str | None
     source: str
     teller: str | None
     room: str | None

@@ -718,8 +718,11 @@ class MemoryPlugin:
     ) -> list[str]:
         """Every NPC in ``room`` witnesses something: each learns it first-hand (source
         ``observation``), and if ``subject`` is a player the tags move each witness's
-        relationship by the pack's tag rules. ``topic`` (default: the first tag) groups
-        competing beliefs about the subject; ``expires_in`` in game seconds. Returns the
+        relationship by the pack's tag rules. ``topic`` names what the fact is a claim
+        about, so that rival claims compete (``"whereabouts"``: the newer or better
+        founded is believed, the other kept as no longer believed); without one (the
+        default) the fact competes with none, so two thefts are two facts.
+        ``expires_in`` in game seconds. Returns the
         keys of the witnesses (sorted); none when the safety screen flagged the content and
         the pack drops flagged text. The facts' scope follows the subject's consent (see
         :meth:`end_game`); about no one, ``social``, or ``session`` when the content names
@@ -759,7 +762,8 @@ class MemoryPlugin:
     ) -> Fact | None:
         """Give one NPC an authored fact (quest logic, scripted lore). Returns the
         stored fact, or ``None`` if the NPC already knew it (or the safety screen flagged
-        it and the pack drops flagged text). Its scope is chosen as for :meth:`observe`."""
+        it and the pack drops flagged text). Its scope and ``topic`` are as for
+        :meth:`observe`."""
         handle = self._resolve.npc(npc)
         text, tag_tuple, topic = _fact_arguments(
             self.limits, content, tags, importance, confidence, category, topic, expires_in
@@ -1069,8 +1073,8 @@ def _fact_arguments(
     category: str | None,
     topic: str | None,
     expires_in: float | None,
-) -> tuple[str, tuple[str, ...], str]:
-    """Checked content, tags and topic (default: the first tag) of a fact to learn."""
+) -> tuple[str, tuple[str, ...], str | None]:
+    """Checked content, tags and topic (default: none) of a fact to learn."""
     text = check_text("content", content, limits.content_chars)
     tag_tuple = _check_tags(tags, "facts", limits)
     check_unit("importance", importance)
@@ -1078,6 +1082,4 @@ def _fact_arguments(
     check_category(category)
     if expires_in is not None:
         check_game_seconds("expires_in", expires_in)
-    if topic is not None:
-        return text, tag_tuple, check_text("topic", topic, MAX_KEY_CHARS)
-    return text, tag_tuple, tag_tuple[0] if tag_tuple else "general"
+    return text, tag_tuple, None if topic is None else check_text("topic", topic, MAX_KEY_CHARS)

@@ -102,7 +102,8 @@ class MemoryQuery:
 
     def why(self, npc: Ref, fact_id: str) -> str:
         """How ``npc`` came to know fact ``fact_id``: its provenance chain as text, most
-        recent step first, with game days and hours."""
+        recent step first, with game days and hours; for a fact no longer believed, since
+        when, why, and the claim believed in its place (while the NPC holds it)."""
         handle = self._resolve.npc(npc, stored=True)
         fact_id = check_text("fact_id", fact_id, MAX_KEY_CHARS)
         fact = next((f for f in handle.knowledge.facts if f.id == fact_id), None)
@@ -122,6 +123,10 @@ class MemoryQuery:
         status = "believed"
         if not fact.believed:
             status = f"no longer believed since {_when(fact.disbelieved_at or 0.0)}"
+            rival = next((f for f in handle.knowledge.facts if f.id == fact.displaced_by), None)
+            if fact.disbelief == "outweighed":
+                against = f' "{rival.content}"' if rival is not None else ""
+                status += f", outweighed by a better-founded claim about the same {fact.topic}{against}"
         return f'"{fact.content}" (confidence {fact.confidence:.2f}, {status}): ' + " <- ".join(steps)
 
     def _relationship(self, npc: Ref, player: Ref) -> Relationship:

@@ -30,7 +30,7 @@ def test_observe_teaches_every_npc_in_the_room_and_moves_their_opinion(village: 
     assert witnesses == ["brandt", "hilda"] and [e.npc for e in learned] == ["brandt", "hilda"]
     [fact] = p.facts("hilda")
     assert (fact.category, fact.subject, fact.topic, fact.source, fact.hops, fact.confidence) == (
-        "player_trait", "bram", "theft", "observation", 0, 1.0)
+        "player_trait", "bram", None, "observation", 0, 1.0)
     assert fact.chain[0].teller is None and fact.chain[0].source == "observation"
     assert p.query.trust("hilda", "bram") == pytest.approx(before - 0.10 * 0.8 * 0.75)
     assert p.query.knows("hilda", "theft") and not p.query.knows("hilda", "heroic")

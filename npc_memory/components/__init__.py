@@ -11,6 +11,7 @@ from npc_memory.components.identity import (
 from npc_memory.components.knowledge import (
     FACT_CATEGORIES,
     FACT_SOURCE_OF,
+    Disbelief,
     Fact,
     FactCategory,
     FactSource,
@@ -60,6 +61,7 @@ __all__ = [
     "VALENCES",
     "ConversationSummary",
     "Dimension",
+    "Disbelief",
     "EpisodicMemory",
     "Fact",
     "FactCategory",

@@ -11,6 +11,9 @@ from npc_memory.components.memory import MemorySource, Scope
 
 FactCategory = Literal["player_trait", "world_event", "location", "npc_gossip", "faction_intel"]
 FactSource = Literal["observation", "conversation", "gossip", "authored"]
+Disbelief = Literal["outweighed"]
+"""Why a fact stopped being believed: ``outweighed``, a rival claim on the same topic
+came with stronger evidence (or as strong and newer)."""
 
 FACT_SOURCE_OF: dict[MemorySource, FactSource] = {
     "witnessed": "observation",
@@ -48,10 +51,13 @@ class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """A belief held (or once held) by one NPC.
 
     ``origin`` identifies the claim across NPCs: every gossip copy keeps the origin of
-    the first-hand fact. Facts about the same ``subject`` and ``topic`` compete; the
-    one with the strongest evidence is ``believed``, the others carry the game time
-    they stopped being believed (``disbelieved_at``). The same claim heard again from
-    another origin merges into the fact (``aliases``). ``chain`` is the provenance,
+    the first-hand fact. Facts compete only as rival claims about the same thing: the
+    same ``subject`` and ``topic`` (a fact without a topic, ``None``, competes with
+    none: two thefts are two facts). Of rivals, the one with the strongest evidence is
+    ``believed``; the others are kept with the game time they stopped being believed
+    (``disbelieved_at``), why (``disbelief``) and the id of the fact believed in their
+    place then (``displaced_by``). The same claim (subject, topic and content) heard
+    again from another origin merges into the fact (``aliases``). ``chain`` is the provenance,
     first-hand learning first. Times in game seconds; ranges in [0, 1].
 
     ``scope`` is the privacy scope (see :data:`~npc_memory.components.memory.Scope`):
@@ -68,7 +74,7 @@ class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     content: str
     category: FactCategory = "world_event"
     subject: str | None = None
-    topic: str = "general"
+    topic: str | None = None
     tags: tuple[str, ...] = ()
     confidence: Unit = 1.0
     importance: Unit = 0.5
@@ -81,6 +87,8 @@ class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     locked: bool = False
     believed: bool = True
     disbelieved_at: float | None = None
+    disbelief: Disbelief | None = None
+    displaced_by: str | None = None
     aliases: tuple[str, ...] = ()
     """Origins of the same claim heard since, merged into this fact (at most 8 kept)."""
     scope: Scope | None = None

@@ -1,9 +1,11 @@
 """Learning facts: competing beliefs, expiry, the cap, and what may be gossiped.
 
-Facts about the same subject and topic compete. The evidence of a fact is its
-confidence × the weight of its source (first-hand observation and authored facts
-weigh most, gossip least); the stronger evidence is believed, a tie goes to the newer
-fact. The loser stays, marked as disbelieved since that moment — never deleted.
+Facts compete only as rival claims: the same subject and topic (a fact without a topic
+competes with none; the same claim merges). The evidence of a fact is its confidence ×
+the weight of its source (first-hand observation and authored facts weigh most, gossip
+least); the stronger evidence is believed, a tie goes to the newer fact. The loser
+stays, marked as disbelieved since that moment, why, and in favour of which fact —
+never deleted.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def is_shareable(fact: Fact, rules: KnowledgeRules, now: float) -> bool:
 MAX_ALIASES = 8
 """Merged origins a fact remembers."""
 
-Claim = tuple[str | None, str, str]
+Claim = tuple[str | None, str | None, str]
 """(subject, topic, content): what a fact says, whoever said it."""
 
 
@@ -78,7 +80,8 @@ def retention(fact: Fact, rules: KnowledgeRules, now: float, known: Container[st
 
 class FactIndex:
     """Derived, in-memory lookups over one NPC's knowledge (never persisted): facts by
-    id, the origins it knows, its believed fact per (subject, topic) and per claim, the
+    id, the origins it knows, its believed fact per (subject, topic) for facts with a
+    topic and per claim, the
     earliest expiry, the ids it may gossip (pruned lazily) and each fact's position in
     the list. Kept up to date by :func:`learn`, so learning costs O(1) but for the rare
     expiry or eviction pass.
@@ -103,7 +106,7 @@ class FactIndex:
         self.by_id: dict[str, Fact] = {}
         self.position: dict[str, int] = {}
         self.origins: set[str] = set()
-        self.held: dict[tuple[str | None, str], str] = {}
+        self.held: dict[tuple[str | None, str | None], str] = {}
         self.claims: dict[Claim, str] = {}
         self.next_expiry = float("inf")
         self.shareable: list[str] = []
@@ -129,7 +132,7 @@ class FactIndex:
         place (learning keeps one believed fact per key, so none does; a loaded list need
         not)."""
         ids = {fact.id for fact in gone}
-        topics: set[tuple[str | None, str]] = set()
+        topics: set[tuple[str | None, str | None]] = set()
         claims: set[Claim] = set()
         for fact in gone:
             del self.by_id[fact.id]
@@ -158,7 +161,8 @@ class FactIndex:
     def hold(self, fact: Fact) -> None:
         """Index ``fact`` as held (as believed, if it is)."""
         if fact.believed:
-            self.held[(fact.subject, fact.topic)] = fact.id
+            if fact.topic is not None:
+                self.held[(fact.subject, fact.topic)] = fact.id
             self.claims[(fact.subject, fact.topic, fact.content)] = fact.id
         if fact.expires is not None and not fact.locked:
             self.next_expiry = min(self.next_expiry, fact.expires)
@@ -215,7 +219,7 @@ def learn(
     Nothing happens if ``kb`` already holds a fact of the same origin. The same claim
     (subject, topic, content) already held and believed absorbs the new one (see
     :class:`KnowledgeRules`). Expired facts are cleaned out; the believed fact about the
-    same subject and topic competes with the new one; past the cap (the first time,
+    same subject and topic (when the new one has a topic) competes with it; past the cap (the first time,
     maybe earlier: see :class:`FactIndex`) the least worth keeping are evicted in one
     batch (authored and locked facts exempt).
     """
@@ -247,14 +251,18 @@ def learn(
             stored=None, merged=merged, removed=tuple(removed), newly_shareable=newly_shareable
         )
     displaced = None
-    held_id = index.held.get((fact.subject, fact.topic))
+    held_id = None if fact.topic is None else index.held.get((fact.subject, fact.topic))
     if held_id is not None:
         held = index.by_id[held_id]
         if evidence(fact, rules) >= evidence(held, rules):
-            displaced = msgspec.structs.replace(held, believed=False, disbelieved_at=now)
+            displaced = msgspec.structs.replace(
+                held, believed=False, disbelieved_at=now, disbelief="outweighed", displaced_by=fact.id
+            )
             index.replace(kb, held, displaced)
         else:
-            fact = msgspec.structs.replace(fact, believed=False, disbelieved_at=now)
+            fact = msgspec.structs.replace(
+                fact, believed=False, disbelieved_at=now, disbelief="outweighed", displaced_by=held.id
+            )
     index.position[fact.id] = len(kb.facts)
     kb.facts.append(fact)
     index.by_id[fact.id] = fact

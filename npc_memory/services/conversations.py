@@ -425,7 +425,7 @@ class ConversationService:
                 content=memory.content,
                 category="player_trait",
                 subject=job.player,
-                topic=told[0],
+                topic=None,
                 tags=extracted.tags,
                 confidence=applying.confidence,
                 importance=extracted.importance,

@@ -25,14 +25,17 @@ from npc_memory.components import (
 )
 from npc_memory.extraction.model import ExtractionJob
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Current schema version of documents and store metadata.
 
 History: 1 — relationships had no record of which thresholds stood crossed;
 2 — ``Relationship.active_thresholds`` (threshold events fire once per crossing, also
 across restarts); 3 — every memory records its ``actor`` and ``source`` (who did it,
 and how the NPC knows: :func:`npc_memory.store.migrations.actor_and_source` says what
-older memories become, in documents, exports and a TinyDB journal alike). Fields
+older memories become, in documents, exports and a TinyDB journal alike); 4 — a fact
+competes only with rival claims about the topic the game or reader named (distinct deeds
+are distinct facts), and one no longer believed says why and in favour of which fact
+(:func:`npc_memory.store.migrations.migrate_facts` says what older facts become). Fields
 added since with defaults need no migration: a document written before them reads
 with the default (memories' and facts' ``game`` is then ``None``, a fact's ``scope``
 ``None``: see :func:`npc_memory.rules.privacy.fact_scope`).

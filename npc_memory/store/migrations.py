@@ -96,7 +96,40 @@ def actor_and_source(memory: dict[str, Any], player: str | None) -> tuple[str | 
     return actor, "witnessed"
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(document: dict[str, Any], context: MigrationContext) -> dict[str, Any]:
+    """Schema 4: a fact's topic is what the game or the reader named as the thing it is
+    a claim about, or none (see :func:`migrate_facts`)."""
+    if document.get("kind") == "npc":
+        knowledge = document.get("knowledge")
+        if isinstance(knowledge, dict):
+            migrate_facts(knowledge.get("facts"))
+    return document
+
+
+def migrate_facts(facts: Any) -> None:
+    """Give the schema-3 fact dicts among ``facts`` (a list; other items, such as a
+    journal edit's positions, are left alone) the topic schema 4 reads, in place.
+
+    Schema 3 gave a fact without a topic its first tag (``"general"`` when untagged),
+    and the reader filed what a player said under its first known tag, so distinct
+    deeds competed and only one was believed. A topic equal to that default, or on a
+    fact from a conversation, becomes none; such a fact that had stopped being believed
+    is believed again (it lost only to that default: the same claim merges, never
+    competes). A topic the game named otherwise is kept, with what it decided."""
+    if not isinstance(facts, list):
+        return
+    for fact in facts:
+        if not isinstance(fact, dict) or "disbelief" in fact:
+            continue
+        tags = fact.get("tags")
+        default = tags[0] if isinstance(tags, list) and tags else "general"
+        if fact.get("topic", "general") == default or fact.get("source") == "conversation":
+            fact["topic"] = None
+            if fact.get("believed") is False:
+                fact["believed"], fact["disbelieved_at"] = True, None
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 """``MIGRATIONS[n]`` turns a schema-n document into a schema-(n+1) one."""
 
 
@@ -118,7 +151,8 @@ def migrate_record(record: dict[str, Any], version: int, context: MigrationConte
     """Upgrade a raw TinyDB journal ``record`` (its msgpack decoded to builtins) of
     schema ``version`` (at least :data:`OLDEST_JOURNAL`) to the current schema, in
     place: a whole document (``put``) as :func:`migrate_document` does; a change to an
-    NPC (``patch``) by giving the memories it sets what schema 3 records of them."""
+    NPC (``patch``) by giving the memories and facts it sets what schemas 3 and 4
+    record of them."""
     kind = record.get("type")
     if kind == "put":
         data = record.get("data")
@@ -126,13 +160,16 @@ def migrate_record(record: dict[str, Any], version: int, context: MigrationConte
             document = msgspec.json.decode(bytes(data))
             if isinstance(document, dict):
                 record["data"] = msgspec.json.encode(migrate_document(document, version, context))
-    elif kind == "patch" and version < 3:
-        edits: list[tuple[str | None, Any]] = [(None, record.get("world"))]
-        pairs = record.get("pairs")
-        if isinstance(pairs, dict):
-            edits += list(pairs.items())
-        for key, edit in edits:
-            if isinstance(edit, dict):
-                for memories in edit.values():
-                    migrate_memories(memories, key)
+    elif kind == "patch":
+        if version < 3:
+            edits: list[tuple[str | None, Any]] = [(None, record.get("world"))]
+            pairs = record.get("pairs")
+            if isinstance(pairs, dict):
+                edits += list(pairs.items())
+            for key, edit in edits:
+                if isinstance(edit, dict):
+                    for memories in edit.values():
+                        migrate_memories(memories, key)
+        if version < 4:
+            migrate_facts(record.get("facts"))
     return record
