@@ -138,6 +138,19 @@ class FactLearned(Event, frozen=True, kw_only=True):
     believed: bool
 
 
+class InconsistencyNoticed(Event, frozen=True, kw_only=True):
+    """Player ``player`` told NPC ``npc`` something about themselves (``attribute``) that
+    says otherwise than what they told before, without owning up to it or saying it
+    changed: ``earlier`` (no longer believed) and ``later`` are the facts' ids. The NPC
+    may bring it up (``plugin.query.inconsistencies``)."""
+
+    npc: str
+    player: str
+    attribute: str
+    earlier: str
+    later: str
+
+
 class SecretLearned(FactLearned, frozen=True, kw_only=True):
     """A fact tagged ``secret`` reached an NPC who did not know it."""
 
@@ -179,6 +192,7 @@ __all__ = [
     "FactionReputationShift",
     "HealthChanged",
     "Hostile",
+    "InconsistencyNoticed",
     "MemoriesExtracted",
     "MemoryMilestone",
     "RelationshipEvent",

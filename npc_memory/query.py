@@ -124,10 +124,32 @@ class MemoryQuery:
         if not fact.believed:
             status = f"no longer believed since {_when(fact.disbelieved_at or 0.0)}"
             rival = next((f for f in handle.knowledge.facts if f.id == fact.displaced_by), None)
+            against = f' "{rival.content}"' if rival is not None else ""
             if fact.disbelief == "outweighed":
-                against = f' "{rival.content}"' if rival is not None else ""
                 status += f", outweighed by a better-founded claim about the same {fact.topic}{against}"
+            elif fact.disbelief is not None:
+                what = fact.attribute or fact.topic or "it"
+                status += {
+                    "corrected": f", corrected ({what}) when they owned up to it:{against}",
+                    "changed": f", changed ({what}), as they said:{against}",
+                    "contradicted": f", contradicted ({what}) later with no word about it:{against}",
+                }[fact.disbelief]
         return f'"{fact.content}" (confidence {fact.confidence:.2f}, {status}): ' + " <- ".join(steps)
+
+    def inconsistencies(self, npc: Ref, player: Ref) -> list[tuple[Fact, Fact]]:
+        """What ``player`` told ``npc`` about themselves and later contradicted without
+        owning up to it, as (what they said first, what they said later) pairs, oldest
+        first: the inconsistencies the NPC noticed and may bring up. Corrections the player
+        owned up to and changes they told of are not among them."""
+        handle = self._resolve.npc(npc, stored=True)
+        key = self._resolve.subject(player)
+        by_id = {f.id: f for f in handle.knowledge.facts}
+        return [
+            (fact, later)
+            for fact in handle.knowledge.facts
+            if fact.subject == key and fact.disbelief == "contradicted"
+            and (later := by_id.get(fact.displaced_by or "")) is not None
+        ]
 
     def _relationship(self, npc: Ref, player: Ref) -> Relationship:
         handle = self._resolve.npc(npc, stored=True)

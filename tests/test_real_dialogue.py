@@ -153,7 +153,9 @@ def test_confidences_and_personal_facts_are_remembered_but_never_passed_on() -> 
         tags = {t for m in plugin.memories("hilda", "alice") for t in m.tags}
         assert {"secret", "personal", "theft"} <= tags
         facts = [f for f in plugin.facts("hilda") if f.subject == "alice"]
-        assert [f.tags for f in facts] == [("theft",)]  # only the witnessed theft can travel
+        travel = [f.tags for f in facts if not f.private]
+        assert travel == [("theft",)]  # only the witnessed theft can travel
+        assert [(f.attribute, f.private) for f in facts if f.private] == [("origin", True)]  # kept, never told
     finally:
         npc_memory.uninstall("private")
         esper.switch_world("default")

@@ -9,6 +9,7 @@ from npc_memory.components.identity import (
     PlayerProfile,
 )
 from npc_memory.components.knowledge import (
+    DISBELIEFS,
     FACT_CATEGORIES,
     FACT_SOURCE_OF,
     Disbelief,
@@ -51,6 +52,7 @@ from npc_memory.components.working import ConversationSummary, PendingConversati
 
 __all__ = [
     "DIMENSIONS",
+    "DISBELIEFS",
     "FACT_CATEGORIES",
     "FACT_SOURCE_OF",
     "MEMORY_KINDS",

@@ -11,9 +11,15 @@ from npc_memory.components.memory import MemorySource, Scope
 
 FactCategory = Literal["player_trait", "world_event", "location", "npc_gossip", "faction_intel"]
 FactSource = Literal["observation", "conversation", "gossip", "authored"]
-Disbelief = Literal["outweighed"]
+Disbelief = Literal["outweighed", "corrected", "changed", "contradicted"]
 """Why a fact stopped being believed: ``outweighed``, a rival claim on the same topic
-came with stronger evidence (or as strong and newer)."""
+came with stronger evidence (or as strong and newer); of what a player said about
+themselves (an attribute), ``corrected`` when they owned up to it ("the truth is…"),
+``changed`` when they said it changed ("I live by the harbour now"), ``contradicted``
+when they said otherwise later without a word about it (an inconsistency the NPC
+noticed)."""
+
+DISBELIEFS: tuple[Disbelief, ...] = ("outweighed", "corrected", "changed", "contradicted")
 
 FACT_SOURCE_OF: dict[MemorySource, FactSource] = {
     "witnessed": "observation",
@@ -60,6 +66,10 @@ class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     again from another origin merges into the fact (``aliases``). ``chain`` is the provenance,
     first-hand learning first. Times in game seconds; ranges in [0, 1].
 
+    ``attribute`` names what a player said about themselves that the fact files (a
+    name of the pack's ``[knowledge.attributes]``: ``origin``, ``trade``…); ``private``
+    facts (what a player confided) are never passed on as gossip.
+
     ``scope`` is the privacy scope (see :data:`~npc_memory.components.memory.Scope`):
     ``player``/``session``/``anon`` for a fact about a player (by their consent and
     anonymity), ``social`` for general knowledge, ``profile`` for the pack's authored
@@ -89,6 +99,8 @@ class Fact(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     disbelieved_at: float | None = None
     disbelief: Disbelief | None = None
     displaced_by: str | None = None
+    attribute: str | None = None
+    private: bool = False
     aliases: tuple[str, ...] = ()
     """Origins of the same claim heard since, merged into this fact (at most 8 kept)."""
     scope: Scope | None = None

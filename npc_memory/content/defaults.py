@@ -466,3 +466,69 @@ HABIT_TEMPLATES: dict[str, str] = {
 SUMMARY_FALLBACK = "{player} and I keep dealing with {tag}"
 HABIT_FALLBACK = "{player} usually shows up for {tag} in the {time}"
 TIMES_SUFFIX = " ({count} times)"
+
+PLAYER_ATTRIBUTES: dict[str, dict[str, Any]] = {
+    # One value at a time: a newer statement takes the older one's place.
+    "name": {"single": True, "cues": [
+        r"my name(?:'s| is)", r"call me", r"i'?m called", r"the name'?s", r"name'?s", r"my real (?:name|one)",
+        r"my (?:family|full|true|given) name",
+    ]},
+    "origin": {"single": True, "cues": [
+        r"i grew up", r"i was (?:born|raised)", r"i come from", r"i'?m (?:originally |really )?from",
+        r"my hometown", r"where i grew up", r"born (?:in|at|on)", r"[a-z]+-born", r"raised (?:in|at|on)",
+        r"i'?m [a-z]+(?: [a-z]+)?,? (?:from|of) ", r"(?:lived|living) in \w+ all my life",
+    ]},
+    "home": {"single": True, "cues": [
+        r"i live (?:in|at|on|by|near|out|up|down|past)", r"i'?m living", r"i'?m staying", r"i lodge",
+        r"i'?ve (?:a|my) (?:place|room|house|cottage|farm)", r"my (?:home|house|cottage|farm) is",
+    ]},
+    "trade": {"single": True, "cues": [
+        r"by trade", r"for a living", r"my (?:trade|work|job|craft) is", r"i work (?:as|at|for|in|the)",
+        r"i'?m an? (?:\w+ )?(?:smith|cooper|carter|tanner|weaver|miller|baker|farmer|trapper|hunter|soldier"
+        r"|sailor|fisher\w*|merchant|trader|pedlar|peddler|tinker|mason|carpenter|apprentice|clerk|scribe"
+        r"|guard|healer|herbalist|minstrel|bard|courier|messenger|thief-taker|shepherd|drover|cook|brewer)",
+        r"apprenticed", r"i (?:trap|farm|fish|trade|sell|sweep|carry|mend|forge|brew|hunt) ",
+    ]},
+    "goal": {"single": True, "cues": [
+        r"i want (?:to|a|an|the)", r"i'?m saving (?:up )?(?:for|to)", r"saving (?:up )?for", r"i mean to",
+        r"i hope to", r"my dream", r"i plan to", r"i'?m (?:going|heading|walking|bound) (?:to|for)",
+        r"here to",
+    ]},
+    # Several values: a statement is added beside the others (replacing one only when
+    # the player corrects themselves).
+    "family": {"single": False, "cues": [
+        r"my (?:father|dad|da|mother|mum|mam|ma|mom|parents|brothers?|sisters?|siblings|husband|wife"
+        r"|sons?|daughters?|children|kids|family|kin|twin|uncle|aunt|cousin|grandmother|grandfather|gran)",
+        r"i(?:'ve| have| had|'d) (?:a|an|one|two|three|four|five|six|no) (?:\w+ )?(?:brothers?|sisters?|sons?"
+        r"|daughters?|children|kids|kin|twin|wife|husband)",
+        r"i'?m (?:married|wed|widowed)", r"youngest of", r"eldest of", r"oldest of",
+    ]},
+    "likes": {"single": False, "cues": [
+        r"i (?:love|like|enjoy|adore|fancy)", r"my favou?rite", r"i'?m fond of", r"nothing (?:beats|like)",
+    ]},
+    "dislikes": {"single": False, "cues": [
+        r"i (?:hate|loathe|dislike|detest)", r"i can'?t (?:stand|abide|stomach|eat)",
+        r"i'?m allergic", r"make(?:s)? me (?:swell|sick|ill)",
+    ]},
+}
+"""What a player says about themselves, filed by attribute (``[knowledge.attributes]``):
+each attribute's cues (case-insensitive regular expressions, matched as whole words in
+what the player said) and whether it holds one value at a time."""
+
+CORRECTIONS: list[str] = [
+    r"(?:the )?truth is",
+    r"(?:that|it) (?:was|wasn'?t|isn'?t|is not|was not|'s not) (?:quite |strictly |really )?true",
+    r"not (?:quite|strictly|entirely) true", r"i lied", r"i meant", r"forget (?:what|that) i said",
+    r"to be honest", r"own up", r"i (?:said|told you)\b[^.!?]*\.\s+(?:it'?s|it was|i'?m|i was|i)\b",
+    r"i said [^.!?]*because", r"my real (?:name|one)", r"what i (?:really|actually) ", r"actually",
+    r"i didn'?t (?:really )?mean", r"(?:that|it) was the ale talking", r"about that\.",
+]
+"""A player owning up to something they said before: what they say next about the same
+attribute corrects it."""
+
+CHANGES: list[str] = [
+    r"now\b", r"these days", r"change of plan", r"no longer", r"not any ?more", r"any ?more",
+    r"since (?:spring|summer|autumn|winter|then|last)", r"from now on",
+]
+"""A player saying that something about them changed: what they say next about the same
+attribute replaces it without making them a liar."""

@@ -555,6 +555,31 @@ class AuthoredFact(_Model):
         return value
 
 
+def _merged_over(built_in: dict[str, dict[str, Any]], value: Any) -> Any:
+    """A pack's table of entries (``value``) merged over the built-in ones field by
+    field: an entry the pack names replaces the fields it gives; others stay."""
+    if not isinstance(value, dict):
+        return value
+    merged: dict[Any, Any] = {key: dict(entry) for key, entry in built_in.items()}
+    for key, entry in value.items():
+        base = merged.get(key)
+        merged[key] = {**base, **entry} if base is not None and isinstance(entry, dict) else entry
+    return merged
+
+
+class PlayerAttribute(_Model):
+    """One thing players say about themselves (``[knowledge.attributes.<name>]``): a
+    statement of the player matching one of ``cues`` (case-insensitive regular
+    expressions, matched as whole words; ``[]`` turns the attribute off) is filed under
+    it as a private fact about them. A ``single`` attribute holds one value at a time (a
+    name, a home town): a newer statement that says otherwise takes the older one's place.
+    Of the others (family, likes) a statement is added beside the ones before and
+    replaces the latest only when the player corrects themselves."""
+
+    cues: list[Pattern] = Field(default_factory=list)
+    single: bool = True
+
+
 class KnowledgeRules(_Model):
     """Knowledge, gossip and reputation.
 
@@ -582,6 +607,14 @@ class KnowledgeRules(_Model):
     subject, topic and content) heard again from another origin merges into the held
     fact (its confidence rises to the higher one, its origin is remembered) instead of
     adding a copy.
+
+    What a player says about themselves is filed under ``attributes`` (merged over the
+    built-in ones, field by field: name, origin, home, trade, goal, family, likes,
+    dislikes). A newer statement of an attribute that says otherwise than the one
+    before is a correction when the player owns up to it (one of ``corrections``, in
+    the same line or the one before: "The truth is…"), a change when they say it changed
+    (one of ``changes``: "I live by the harbour now"), and otherwise a contradiction the
+    NPC noticed; the older statement is kept, no longer believed, for that reason.
     """
 
     cap: PositiveInt = 500
@@ -604,6 +637,14 @@ class KnowledgeRules(_Model):
         default_factory=lambda: [-0.5, -0.15, 0.15, 0.5]
     )
     facts: list[AuthoredFact] = Field(default_factory=list)
+    attributes: dict[Key, PlayerAttribute] = Field(default_factory=dict, validate_default=True)
+    corrections: list[Pattern] = Field(default_factory=lambda: list(defaults.CORRECTIONS))
+    changes: list[Pattern] = Field(default_factory=lambda: list(defaults.CHANGES))
+
+    @field_validator("attributes", mode="before")
+    @classmethod
+    def _merge_attributes(cls, value: Any) -> Any:
+        return _merged_over(defaults.PLAYER_ATTRIBUTES, value)
 
     @field_validator("source_weights", mode="before")
     @classmethod
@@ -881,13 +922,7 @@ class ExtractionRules(_Model):
     @field_validator("tags", mode="before")
     @classmethod
     def _merge_tags(cls, value: Any) -> Any:
-        if not isinstance(value, dict):
-            return value
-        merged: dict[Any, Any] = {tag: dict(entry) for tag, entry in defaults.EXTRACTION_TAGS.items()}
-        for tag, entry in value.items():
-            base = merged.get(tag)
-            merged[tag] = {**base, **entry} if base is not None and isinstance(entry, dict) else entry
-        return merged
+        return _merged_over(defaults.EXTRACTION_TAGS, value)
 
     @model_validator(mode="after")
     def _promise_tag_known(self) -> ExtractionRules:

@@ -97,7 +97,9 @@ class MemoryProvider:
     """The memories most relevant to the player's message (recall: relevance × salience),
     as many as fit, each under what it is: what the NPC saw the player do (or the game
     says they did), what the player told it, what the player claims, what it heard about
-    them and from whom, what it told them itself, and its memories of the world."""
+    them and from whom, what it told them itself, and its memories of the world. What the
+    player said about themselves and later corrected, changed or contradicted reads as
+    what they once said."""
 
     name = "memories"
     line_tokens = 12
@@ -124,9 +126,15 @@ class MemoryProvider:
         shown = request.shown[self.name]
         left_out = None
         player = request.player.identity.key
+        withdrawn = {
+            f.source_memory: f.disbelief
+            for f in request.npc.knowledge.facts
+            if f.attribute is not None and f.subject == player and f.disbelief is not None
+        }
         for memory in recalled:
             group = groups[_section(memory, player, id(memory) in world)]
-            group.append(f"- {quote(memory.content)} ({_provenance(memory, request)})")
+            note = _WITHDRAWN.get(withdrawn.get(memory.id) or "", "")
+            group.append(f"- {quote(memory.content)} ({_provenance(memory, request)}{note.format(who=who)})")
             if estimate_tokens(_blocks(headers, groups)) > budget:
                 group.pop()  # too long: a shorter one further down may still fit
                 left_out = left_out or memory
@@ -144,6 +152,15 @@ class MemoryProvider:
                 else:
                     group.pop()
         return _blocks(headers, groups) or None
+
+
+_WITHDRAWN = {
+    "corrected": "; what {who} once said: they have owned up since that it was not so",
+    "changed": "; what {who} once said: it has changed since, they told you",
+    "contradicted": "; what {who} once said: they later said otherwise, without a word about it",
+}
+"""How a memory of what the player said about themselves reads once the belief it gave
+was withdrawn (by the fact's ``disbelief``): never as what holds now."""
 
 
 def _section(memory: Memory, player: str, about_world: bool) -> int:

@@ -490,7 +490,8 @@ class RuleBasedExtractor:
     def _told(self, reading: Reading) -> list[tuple[int, Clause]]:
         """(line, its first clause) of the player's lines that tell of themselves without
         a cue: an answer to one of the NPC's personal questions, or a line saying their
-        own name ("Tobiah Drew. But nobody calls me that."), when it states something."""
+        own name ("Tobiah Drew. But nobody calls me that.", "I'm Quinn, from Dunmere."),
+        when it states something (where they are from is enough)."""
         if self._told_tag is None:
             return []
         job, roles = reading.job, reading.roles
@@ -512,7 +513,10 @@ class RuleBasedExtractor:
                 continue
             _, words, asks_only, _, _ = self._said(turn.text)
             said = [w for w in words if w not in name_terms]
-            if len(said) >= (1 if asked else 2) and not asks_only:  # more than a greeting
+            place = any(  # "I'm Quinn, from Dunmere": a name of a place (of stems: the word's start)
+                re.search(rf"\b(?:from|of|in|at|near) {re.escape(w.capitalize())}", turn.text) for w in said
+            )
+            if len(said) >= (1 if asked or place else 2) and not asks_only:  # more than a greeting
                 found.append((line, first[line]))
         return found
 

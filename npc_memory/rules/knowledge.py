@@ -17,7 +17,7 @@ from collections.abc import Container
 import msgspec
 
 from npc_memory.clock import SECONDS_PER_DAY
-from npc_memory.components.knowledge import Fact, KnowledgeBase
+from npc_memory.components.knowledge import Disbelief, Fact, KnowledgeBase
 from npc_memory.content.schema import KnowledgeRules
 
 
@@ -49,10 +49,12 @@ FLAGGED = "flagged"
 
 
 def is_shareable(fact: Fact, rules: KnowledgeRules, now: float) -> bool:
-    """Whether an NPC would pass ``fact`` on: believed, not expired, important and
-    confident enough, not yet at the hop limit, and not flagged by the safety screen."""
+    """Whether an NPC would pass ``fact`` on: believed, not private, not expired,
+    important and confident enough, not yet at the hop limit, and not flagged by the
+    safety screen."""
     return (
         fact.believed
+        and not fact.private
         and FLAGGED not in fact.tags
         and not is_expired(fact, now)
         and fact.importance >= rules.share_min_importance
@@ -212,9 +214,15 @@ def learn(
     now: float,
     known: Container[str] = (),
     index: FactIndex | None = None,
+    supersede: Disbelief | None = None,
+    replaces: str | None = None,
 ) -> LearnOutcome:
     """Add ``fact`` (its ``id`` already taken from ``kb``) to ``kb`` and keep ``index``
     (the NPC's :class:`FactIndex`, built afresh when ``None``) up to date.
+
+    With ``supersede`` the new fact takes the place of the believed rival on its topic
+    whatever their evidence (a player's newer word about themselves), and of the believed
+    fact ``replaces`` names; each is kept as no longer believed for that reason.
 
     Nothing happens if ``kb`` already holds a fact of the same origin. The same claim
     (subject, topic, content) already held and believed absorbs the new one (see
@@ -252,11 +260,18 @@ def learn(
         )
     displaced = None
     held_id = None if fact.topic is None else index.held.get((fact.subject, fact.topic))
+    if held_id is None and supersede is not None and replaces is not None:
+        replaced = index.by_id.get(replaces)
+        held_id = replaces if replaced is not None and replaced.believed else None
     if held_id is not None:
         held = index.by_id[held_id]
-        if evidence(fact, rules) >= evidence(held, rules):
+        if supersede is not None or evidence(fact, rules) >= evidence(held, rules):
             displaced = msgspec.structs.replace(
-                held, believed=False, disbelieved_at=now, disbelief="outweighed", displaced_by=fact.id
+                held,
+                believed=False,
+                disbelieved_at=now,
+                disbelief=supersede or "outweighed",
+                displaced_by=fact.id,
             )
             index.replace(kb, held, displaced)
         else:

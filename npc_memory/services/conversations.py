@@ -18,6 +18,7 @@ from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components import (
     SELF,
     ConversationSummary,
+    Memory,
     NpcHandle,
     PendingConversation,
     PlayerHandle,
@@ -91,6 +92,9 @@ class Applying:
     next: int = 0
     ids: list[str] = field(default_factory=list)
     deltas: dict[Dimension, float] = field(default_factory=dict)
+    statements: list[tuple[int, Memory, ExtractedMemory]] = field(default_factory=list)
+    """What the player said about themselves, by the line it starts at: filed in the
+    order it was said once the memories are in (a later line corrects an earlier one)."""
 
 
 class ConversationService:
@@ -345,6 +349,18 @@ class ConversationService:
             applying.next += 1
             self._remember(applying, extracted)
             return False
+        for _, memory, extracted in sorted(applying.statements, key=lambda s: s[0]):
+            self.knowledge.learn_statement(
+                npc,
+                job.player,
+                job.player_name,
+                memory.content,
+                tags=extracted.tags,
+                confidence=applying.confidence,
+                importance=extracted.importance,
+                source_memory=memory.id,
+                room=job.room,
+            )
         npc.working.mark_extracted(job.conversation)
         npc.working.settle(job.conversation)
         if applying.resumed:
@@ -419,7 +435,11 @@ class ConversationService:
             return  # the NPC's own words, someone else's deed: kept, never held for or against the player
         tags = self.state.pack.extraction.tags
         told = [t for t in extracted.tags if t in tags]
-        if told and held is None and not extracted.claim and not any(tags[t].private for t in told):
+        if not extracted.claim and extracted.source == "said" and all(tags[t].act == "fact" for t in told):
+            content = memory.content
+            line = next((n for n, turn in enumerate(job.turns) if turn.text and turn.text in content), 0)
+            applying.statements.append((line, memory, extracted))
+        elif told and held is None and not extracted.claim and not any(tags[t].private for t in told):
             self.knowledge.learn(
                 npc,
                 content=memory.content,

@@ -8,13 +8,25 @@ import contextlib
 
 import msgspec
 
-from npc_memory.components import SELF, EpisodicMemory, Fact, FactCategory, FactSource, Hop, NpcHandle, Scope
+from npc_memory.components import (
+    SELF,
+    Disbelief,
+    EpisodicMemory,
+    Fact,
+    FactCategory,
+    FactSource,
+    Hop,
+    NpcHandle,
+    Scope,
+)
 from npc_memory.components.relationship import Dimension
+from npc_memory.content.schema import KnowledgeRules
 from npc_memory.errors import MemoryCapacityError, PrivacyError
-from npc_memory.events import FactLearned, SecretLearned
+from npc_memory.events import FactLearned, InconsistencyNoticed, SecretLearned
 from npc_memory.rules import knowledge as knowledge_rules
 from npc_memory.rules import privacy as privacy_rules
 from npc_memory.rules import relationships as rel_rules
+from npc_memory.rules.attributes import AttributeReader
 from npc_memory.services.board import GossipBoard
 from npc_memory.services.memories import MemoryService
 from npc_memory.services.relationships import RelationshipService
@@ -43,6 +55,7 @@ class KnowledgeService:
         self.safety = safety
         self.memories = memories
         self.indexes: dict[str, knowledge_rules.FactIndex] = {}
+        self._attributes: tuple[KnowledgeRules, AttributeReader] | None = None
         self.weight_floor = state.pack.knowledge.gossip_weight_floor
         self.board = GossipBoard(
             teller_weight=self.teller_weight,
@@ -127,10 +140,15 @@ class KnowledgeService:
         expires_in: float | None = None,
         scope: Scope | None = None,
         game: str | None = None,
+        attribute: str | None = None,
+        private: bool = False,
+        supersede: Disbelief | None = None,
+        replaces: str | None = None,
     ) -> Fact | None:
-        """File a fact in ``npc``'s knowledge (see :func:`npc_memory.rules.knowledge.learn`),
-        announce it, and return it; ``None`` if the NPC already knew its origin.
-        ``scope`` defaults to :meth:`scope_of_subject`; ``game`` to the current game."""
+        """File a fact in ``npc``'s knowledge (see :func:`npc_memory.rules.knowledge.learn`,
+        which also says what ``supersede`` and ``replaces`` do), announce it, and return
+        it; ``None`` if the NPC already knew its origin. ``scope`` defaults to
+        :meth:`scope_of_subject`; ``game`` to the current game."""
         key = npc.identity.key
         index = self.indexes.get(key)
         if index is None:  # an NPC only in the store (operator tools): indexed for this call
@@ -168,6 +186,8 @@ class KnowledgeService:
             locked=locked,
             scope=self.scope_of_subject(subject) if scope is None else scope,
             game=self.state.game if game is None else game,
+            attribute=attribute,
+            private=private,
         )
         rules = self.state.pack.knowledge
         # The id is taken before the fact is held: the store's writer may copy the facts
@@ -175,7 +195,9 @@ class KnowledgeService:
         # would hand its id out again (a store that refuses to load).
         # (Should learning raise, the id stays taken: a gap, never a reuse.)
         npc.knowledge.next_id += 1
-        outcome = knowledge_rules.learn(npc.knowledge, fact, rules, now, npc.relationships.by_player, index)
+        outcome = knowledge_rules.learn(
+            npc.knowledge, fact, rules, now, npc.relationships.by_player, index, supersede, replaces
+        )
         if outcome.stored is None and not outcome.removed:  # never held, nothing left: handed out again
             npc.knowledge.next_id -= 1  # (ids of facts that left stay taken: see FactIndex)
         if outcome.merged is not None:  # the same claim again: reinforced, not copied
@@ -232,6 +254,84 @@ class KnowledgeService:
             self.indexes[npc.identity.key] = self._index(npc)
             self.board.touch(npc.location.room)
         self.state.mark(npc.identity.key, Part.KNOWLEDGE)
+
+    def learn_statement(
+        self,
+        npc: NpcHandle,
+        player: str,
+        player_name: str,
+        content: str,
+        *,
+        tags: tuple[str, ...],
+        confidence: float,
+        importance: float,
+        source_memory: str,
+        room: str | None,
+    ) -> Fact | None:
+        """File what ``player`` said about themselves (``content``, a memory of it)
+        under the attribute it states (see :class:`~npc_memory.content.schema.PlayerAttribute`)
+        as a private fact; ``None`` when it states none, or says again what the NPC
+        believes of that attribute. A statement that says otherwise than the believed one
+        of a single attribute takes its place: ``corrected`` when the player owns up to it,
+        ``changed`` when they say it changed, else ``contradicted``; of an attribute of
+        several values it is added beside, and takes the latest one's place only when
+        corrected or changed."""
+        reader = self._attribute_reader()
+        statement = reader.read(content, player_name)
+        if statement is None:
+            return None
+        rival = next(
+            (f for f in reversed(npc.knowledge.facts)
+             if f.believed and f.subject == player and f.attribute == statement.attribute),
+            None,
+        )
+        supersede: Disbelief | None = None
+        if rival is not None:
+            before = reader.read(rival.content, player_name)
+            if not statement.value or (before is not None and statement.value & before.value):
+                return None  # nothing new: said again, or no value to tell apart
+            if statement.corrects:
+                supersede = "corrected"
+            elif statement.changes:
+                supersede = "changed"
+            elif statement.single:
+                supersede = "contradicted"
+        fact = self.learn(
+            npc,
+            content=content,
+            category="player_trait",
+            subject=player,
+            topic=statement.attribute if statement.single else None,
+            tags=tags,
+            confidence=confidence,
+            importance=importance,
+            source="conversation",
+            source_memory=source_memory,
+            room=room,
+            attribute=statement.attribute,
+            private=True,
+            supersede=supersede,
+            replaces=None if rival is None or supersede is None else rival.id,
+        )
+        if fact is not None and rival is not None and supersede == "contradicted":
+            self.state.publish(
+                InconsistencyNoticed(
+                    game_time=self.state.clock.now,
+                    npc=npc.identity.key,
+                    player=player,
+                    attribute=statement.attribute,
+                    earlier=rival.id,
+                    later=fact.id,
+                )
+            )
+        return fact
+
+    def _attribute_reader(self) -> AttributeReader:
+        """The reader of the installed pack's attributes (made again if the pack changed)."""
+        rules = self.state.pack.knowledge
+        if self._attributes is None or self._attributes[0] is not rules:
+            self._attributes = (rules, AttributeReader(rules))
+        return self._attributes[1]
 
     def learn_authored(self, npc: NpcHandle) -> None:
         """Teach a newly added NPC the pack's authored facts meant for it."""
