@@ -103,3 +103,24 @@ def test_a_store_written_before_loads_with_distinct_deeds_believed_again(tmp_pat
     for key in ("hilda", "tom"):
         [path] = (copy / "docs").glob(f"{key}-*.json")
         assert f'"v":{SCHEMA_VERSION}'.encode() in path.read_bytes(), path.name
+
+
+def test_a_listener_who_heard_a_rumour_learns_its_correction_from_a_teller_who_knows_it(village: Village) -> None:
+    p = village.plugin
+    p.add_npc(key="tova", name="Tova", room="forge")
+    p.observe(room="forge", subject="bram", content="Bram hides at the mill", topic="whereabouts", importance=0.8)
+    assert [f.content for f in p.query.beliefs_about("tova", "bram")] == ["Bram hides at the mill"]
+    p.move("tova", "market")  # away when Hilda sees otherwise
+    p.clock.advance(3600)
+    p.observe(room="forge", subject="bram", content="Bram hides at the harbour", topic="whereabouts", importance=0.8)
+    rumour = next(f for f in p.facts("hilda", include_disbelieved=True) if f.content == "Bram hides at the mill")
+    assert not rumour.believed and not any(f.content.endswith("mill") for f in p.query.beliefs_about("hilda", "bram"))
+    p.move("tova", "forge")
+    for _ in range(200):
+        tick("test", 1)
+        if any(f.content == "Bram hides at the harbour" for f in p.facts("tova")):
+            break
+    [believed] = p.query.beliefs_about("tova", "bram")
+    assert believed.content == "Bram hides at the harbour" and believed.source == "gossip"
+    old = next(f for f in p.facts("tova", include_disbelieved=True) if f.content == "Bram hides at the mill")
+    assert (old.believed, old.disbelief, old.displaced_by) == (False, "outweighed", believed.id)

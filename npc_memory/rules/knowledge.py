@@ -99,7 +99,9 @@ class FactIndex:
     first eviction where the running one would, and once a fact has gone (evicted,
     expired, forgotten) evictions come past the cap."""
 
-    __slots__ = ("by_id", "claims", "held", "next_expiry", "origins", "phase", "position", "shareable")
+    __slots__ = (
+        "by_id", "claims", "corrections", "held", "next_expiry", "origins", "phase", "position", "shareable"
+    )
 
     def __init__(self, kb: KnowledgeBase, rules: KnowledgeRules, now: float, phase: float = 1.0) -> None:
         self.phase: float | None = phase if len(kb.facts) >= kb.next_id - 1 else None
@@ -112,6 +114,10 @@ class FactIndex:
         self.claims: dict[Claim, str] = {}
         self.next_expiry = float("inf")
         self.shareable: list[str] = []
+        self.corrections: dict[str, str] = {}
+        """For a rival claim the NPC no longer believes, by its origin: the id of the fact
+        believed in its place (a listener who still believes the rumour learns it when
+        the NPC next gossips with them). Stale entries are dropped when read."""
         self.rebuild(kb, rules, now)
 
     def rebuild(self, kb: KnowledgeBase, rules: KnowledgeRules, now: float) -> None:
@@ -123,6 +129,11 @@ class FactIndex:
         for fact in kb.facts:
             self.hold(fact)
         self.shareable = [f.id for f in kb.facts if is_shareable(f, rules, now)]
+        self.corrections = {
+            f.origin: f.displaced_by
+            for f in kb.facts
+            if f.disbelief == "outweighed" and f.displaced_by is not None and f.displaced_by in self.by_id
+        }
 
     def remove(self, kb: KnowledgeBase, gone: list[Fact]) -> None:
         """``gone`` has just left ``kb.facts``: the index forgets it in O(facts) (positions
@@ -274,10 +285,13 @@ def learn(
                 displaced_by=fact.id,
             )
             index.replace(kb, held, displaced)
+            if displaced.disbelief == "outweighed":
+                index.corrections[held.origin] = fact.id
         else:
             fact = msgspec.structs.replace(
                 fact, believed=False, disbelieved_at=now, disbelief="outweighed", displaced_by=held.id
             )
+            index.corrections[fact.origin] = held.id
     index.position[fact.id] = len(kb.facts)
     kb.facts.append(fact)
     index.by_id[fact.id] = fact

@@ -34,6 +34,9 @@ from npc_memory.services.safety import SafetyService
 from npc_memory.state import Part, WorldState
 from npc_memory.store import PlayerDocument
 
+CORRECTIONS_PER_EXCHANGE = 8
+"""Rumours a teller no longer believes that one exchange looks at for a correction."""
+
 
 class KnowledgeService:
     """Learning and gossip for one plugin (the facts live in each NPC's KnowledgeBase).
@@ -515,7 +518,11 @@ class KnowledgeService:
         return self.indexes[key].has_news(self.state.pack.knowledge, self.state.clock.now)
 
     def gossip(self, room: str, teller_key: str, listener_key: str) -> bool:
-        """One exchange: ``teller`` tells ``listener`` a fact it does not know yet."""
+        """One exchange: ``teller`` tells ``listener`` a fact it does not know yet, or
+        first, if the listener still believes a rumour the teller has stopped believing
+        (:attr:`~npc_memory.rules.knowledge.FactIndex.corrections`), what the teller
+        believes in its place, which then takes the rumour's place in the listener's mind
+        whatever the evidence (kept, ``outweighed``)."""
         state = self.state
         rules = state.pack.knowledge
         registry = state.registry
@@ -523,6 +530,8 @@ class KnowledgeService:
         if teller is None or listener is None:  # defensive: the board drops leavers at once
             return False
         index, heard = self.indexes[teller_key], self.indexes[listener_key]
+        if index.corrections and self._correct(room, teller, listener, index, heard):
+            return True
         if not index.shareable:
             return False
         now = state.clock.now
@@ -540,34 +549,75 @@ class KnowledgeService:
                 continue
             if fact.category == "faction_intel" and state.rng.random() > teller.traits.faction_loyalty:
                 continue
-            attitude = state.pack.attitude(listener.faction.faction, teller.faction.faction)
-            modifier = state.pack.relationships.attitude_modifiers[attitude]
-            trust = rules.gossip_trust_base + rules.gossip_trust_credulity * listener.traits.credulity
-            trust = rel_rules.clamp(trust + modifier)
-            learned = self.learn(
-                listener,
-                content=fact.content,
-                category=fact.category,
-                subject=fact.subject,
-                topic=fact.topic,
-                tags=fact.tags,
-                confidence=max(0.0, fact.confidence - rules.hop_decay) * trust,
-                importance=fact.importance,
-                source="gossip",
-                room=room,
-                origin=fact.origin,
-                hops=fact.hops + 1,
-                chain=fact.chain,
-                teller=teller_key,
-                expires_in=None if fact.expires is None else fact.expires - now,
-                scope=privacy_rules.fact_scope(fact),
-                game=fact.game,
-            )
-            if learned is None:
-                continue
-            if self.is_player(learned.subject):
-                self._heard(listener, learned, teller_key)
-            if learned.believed:
-                self.hearsay(listener, learned, rules.hearsay_factor)
-            return True
+            if self._tell(room, teller, listener, fact):
+                return True
         return False
+
+    def _correct(
+        self,
+        room: str,
+        teller: NpcHandle,
+        listener: NpcHandle,
+        index: knowledge_rules.FactIndex,
+        heard: knowledge_rules.FactIndex,
+    ) -> bool:
+        """Tell ``listener`` the correction of a rumour it still believes and ``teller``
+        no longer does (the newest such first, at most :data:`CORRECTIONS_PER_EXCHANGE`
+        looked at); whether one was told."""
+        rules, now = self.state.pack.knowledge, self.state.clock.now
+        for old_origin, new_id in list(reversed(index.corrections.items()))[:CORRECTIONS_PER_EXCHANGE]:
+            new = index.by_id.get(new_id)
+            if new is None or not knowledge_rules.is_shareable(new, rules, now):
+                del index.corrections[old_origin]
+                continue
+            if old_origin not in heard.origins or new.origin in heard.origins:
+                continue
+            facts = listener.knowledge.facts
+            rumour = next((f for f in facts if old_origin == f.origin or old_origin in f.aliases), None)
+            if rumour is None or not rumour.believed:
+                continue
+            if self._tell(room, teller, listener, new, replaces=rumour.id):
+                return True
+        return False
+
+    def _tell(
+        self, room: str, teller: NpcHandle, listener: NpcHandle, fact: Fact, replaces: str | None = None
+    ) -> bool:
+        """``teller`` tells ``listener`` ``fact`` in ``room`` (confidence decayed by the hop
+        and scaled by the listener's trust in the teller); with ``replaces``, the fact takes
+        the place of the listener's belief of that id. Whether the listener learned it."""
+        state = self.state
+        rules, now = state.pack.knowledge, state.clock.now
+        teller_key = teller.identity.key
+        attitude = state.pack.attitude(listener.faction.faction, teller.faction.faction)
+        modifier = state.pack.relationships.attitude_modifiers[attitude]
+        trust = rules.gossip_trust_base + rules.gossip_trust_credulity * listener.traits.credulity
+        trust = rel_rules.clamp(trust + modifier)
+        learned = self.learn(
+            listener,
+            content=fact.content,
+            category=fact.category,
+            subject=fact.subject,
+            topic=fact.topic,
+            tags=fact.tags,
+            confidence=max(0.0, fact.confidence - rules.hop_decay) * trust,
+            importance=fact.importance,
+            source="gossip",
+            room=room,
+            origin=fact.origin,
+            hops=fact.hops + 1,
+            chain=fact.chain,
+            teller=teller_key,
+            expires_in=None if fact.expires is None else fact.expires - now,
+            scope=privacy_rules.fact_scope(fact),
+            game=fact.game,
+            supersede=None if replaces is None else "outweighed",
+            replaces=replaces,
+        )
+        if learned is None:
+            return False
+        if self.is_player(learned.subject):
+            self._heard(listener, learned, teller_key)
+        if learned.believed:
+            self.hearsay(listener, learned, rules.hearsay_factor)
+        return True
