@@ -6,9 +6,10 @@
 
 A world of NPCs (spread over rooms, archetypes cycled from the pack) and players (factions
 from the pack) is set up with a TinyDB store and saved; none of that is timed. The garbage
-collector is then run between frames by :class:`npc_memory.FrameCollector`, as README's "The
-garbage collector" suggests for a game (``--collector auto``: CPython's own after a
-``gc.freeze()`` of the set-up; ``none``: CPython's own, nothing frozen). Then every
+collector is then run between frames by :class:`npc_memory.FrameCollector`, as "The garbage
+collector" in docs/installing-and-budgets.md suggests for a game (``--collector auto``:
+CPython's own after a ``gc.freeze()`` of the set-up; ``none``: CPython's own, nothing
+frozen). Then every
 tick the host makes the facade calls of the mix (each timed, by kind) and calls
 ``esper.process(1/60)`` with ``time_scale=60`` (one game second per tick), which is timed as
 the plugin's tick; each of the plugin's processors is timed too, by a wrapper put on the

@@ -475,7 +475,7 @@ def test_the_tag_vocabulary_reaches_the_prompt(api: FakeMessagesAPI) -> None:
     pipeline = ExtractionPipeline(pack.budgets, pack.llm, extractor, tags=[("loyalty", "standing by someone")])
     try:
         pipeline.enqueue(JOB)
-        pipeline.tick()
+        pipeline.advance()  # the LLM call goes out on the worker thread
         wait_for(lambda: len(api.requests) == 1)
         sent = api.requests[0]["json"]["system"][0]["text"]
         assert "  - loyalty: standing by someone" in sent and "smithing" not in sent
@@ -493,7 +493,9 @@ def test_the_pipeline_takes_its_rule_extractor(api: FakeMessagesAPI) -> None:
     pack = load_pack("village")
     pipeline = ExtractionPipeline(pack.budgets, pack.llm, rules=Silent())
     pipeline.enqueue(JOB)
-    [result] = pipeline.tick()
+    while pipeline.can_advance():
+        pipeline.advance()
+    [result] = pipeline.ready
     assert (result.source, result.memories) == ("rules", ())
     assert pipeline.gateway is None and api.requests == []
 

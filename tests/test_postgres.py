@@ -107,12 +107,12 @@ def test_forgetting_deletes_the_row_and_is_audited(url: str, world: str) -> None
 
 
 def test_the_readme_example_runs_as_written(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    match = re.search(r"## Running on PostgreSQL\n.*?```python\n(.*?)```", readme, re.S)
-    assert match, "README has no PostgreSQL example"
+    page = (Path(__file__).resolve().parent.parent / "docs" / "persistence-and-postgresql.md").read_text()
+    match = re.search(r"## Running on PostgreSQL\n.*?```python\n(.*?)```", page, re.S)
+    assert match, "docs/persistence-and-postgresql.md has no PostgreSQL example"
     with fresh_database(url) as database:
         monkeypatch.setenv("NPC_MEMORY_TEST_PG", database)
-        exec(compile(match.group(1), "README.md PostgreSQL", "exec"), {"os": os, "npc_memory": npc_memory})
+        exec(compile(match.group(1), "docs/persistence-and-postgresql.md", "exec"), {"os": os, "npc_memory": npc_memory})
         store = PostgresStore(database, world="village")
         try:
             hilda = store.load().documents["hilda"]

@@ -1,8 +1,10 @@
-"""The README's promises: its first commands, and every Python block, run as written.
+"""The README's promises: its first commands, and every Python block of it and of the
+pages of ``docs/``, run as written.
 
-The Quickstart runs alone, twice in a row (it keeps nothing between runs). The block
-that starts with ``# Setup shared by the examples below`` runs before each later block,
-in a fresh esper state, with the Anthropic SDK pointed at the local fake Messages API.
+The Quickstart runs alone, twice in a row (it keeps nothing between runs). The README's
+block that starts with ``# Setup shared by the examples below`` runs before each later
+block (the docs pages' too), in a fresh esper state, with the Anthropic SDK pointed at
+the local fake Messages API.
 A line ending in ``# prints: TEXT`` must print exactly TEXT. The PostgreSQL example needs
 a server: tests/test_postgres.py runs it as written against a fresh database.
 """
@@ -35,13 +37,17 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
     ]
 
 
+DOCS = {path.name: path.read_text() for path in sorted((ROOT / "docs").glob("*.md"))}
 BLOCKS = python_blocks(README)
 QUICKSTART = next((line, code) for line, code in BLOCKS if "## Quickstart" in README.split(code)[0][-40:])
 SETUP = next(code for _, code in BLOCKS if code.startswith(SETUP_MARK))
-SERVER_BLOCKS = [code for _, code in BLOCKS if "NPC_MEMORY_TEST_PG" in code]
+ALL_BLOCKS = [(f"README.md:{line}", code) for line, code in BLOCKS] + [
+    (f"docs/{name}:{line}", code) for name, text in DOCS.items() for line, code in python_blocks(text)
+]
+SERVER_BLOCKS = [code for _, code in ALL_BLOCKS if "NPC_MEMORY_TEST_PG" in code]
 EXAMPLES = [
-    (line, code)
-    for line, code in BLOCKS
+    (where, code)
+    for where, code in ALL_BLOCKS
     if code is not SETUP and code is not QUICKSTART[1] and code not in SERVER_BLOCKS
 ]
 PRINTS = re.compile(r"#\s*prints:\s?(.*)$")
@@ -65,9 +71,18 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 
 def test_every_python_block_is_run_here() -> None:
-    assert len(BLOCKS) >= 13
+    assert len(ALL_BLOCKS) >= 13 and len(DOCS) >= 10
     assert len(SERVER_BLOCKS) == 1  # run by tests/test_postgres.py
-    assert len(EXAMPLES) == len(BLOCKS) - 3  # the Quickstart, the setup, the server's, and each example
+    assert len(EXAMPLES) == len(ALL_BLOCKS) - 3  # the Quickstart, the setup, the server's, and each example
+
+
+def test_the_readme_is_a_guide_and_links_every_page() -> None:
+    assert len(README.splitlines()) <= 500
+    for name in DOCS:
+        assert f"(docs/{name})" in README, f"the README does not link docs/{name}"
+    for name, text in DOCS.items():  # every relative link of a page leads to a file
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
+            assert (ROOT / "docs" / target).resolve().exists(), f"docs/{name} links {target}"
 
 
 def expected_prints(code: str) -> list[str]:
@@ -104,15 +119,15 @@ def test_quickstart_runs_as_written_and_again(fake_claude: FakeMessagesAPI) -> N
         assert printed == expected_prints(code)
 
 
-@pytest.mark.parametrize(("line", "code"), EXAMPLES, ids=[f"README.md:{line}" for line, _ in EXAMPLES])
-def test_each_example_runs_after_the_setup(fake_claude: FakeMessagesAPI, line: int, code: str) -> None:
+@pytest.mark.parametrize(("where", "code"), EXAMPLES, ids=[where for where, _ in EXAMPLES])
+def test_each_example_runs_after_the_setup(fake_claude: FakeMessagesAPI, where: str, code: str) -> None:
     for _ in range(2):  # twice: a second run is not disturbed by the first
         reset_esper()
         namespace: dict[str, object] = {"__name__": "readme"}
         run_block(SETUP, "README.md (setup)", namespace)
-        printed = run_block(code, f"README.md:{line}", namespace)
+        printed = run_block(code, where, namespace)
         assert printed == expected_prints(code)
-    assert not list(Path.cwd().iterdir()), "a README example wrote into the working directory"
+    assert not list(Path.cwd().iterdir()), "an example wrote into the working directory"
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,8 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
             {"who": "any", "words": [
                 r"saved(?! (?:up|for|enough|money|coin|a bit|my wages|\w+ crowns"
                 r"|(?:me|us) (?:an?|the|some) \w+))",
-                r"save (?:us|the village|my \w+)", "rescued?", r"drive (?:them|it|\w+) off",
+                r"save (?:us|the village|my \w+)", "rescued?", r"(?:drove|chased|fought) off",
+                r"(?:drive|drove|driven|chased?) (?:them|it|(?:the|those|some|a|an) \w+|\w+) (?:off|away)",
                 "drove (?:them|it) off", "fought off", "defended", "defend", "protected", "protect",
                 "stepped in", "bravely", "owe you everything", "owe you my life",
                 r"pulled (?:her|him|them|me|the \w+|my \w+) (?:out|free|clear|up|from)",

@@ -7,7 +7,6 @@ and NPC replies."""
 from __future__ import annotations
 
 import concurrent.futures
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -206,22 +205,6 @@ class ExtractionPipeline:
     ) -> ExtractionResult:
         self.stats.fallbacks[reason] = self.stats.fallbacks.get(reason, 0) + 1
         return ExtractionResult(job=job, memories=memories, source="rules", reason=reason)
-
-    def tick(self, deadline: float | None = None) -> list[ExtractionResult]:
-        """Collect finished calls, dispatch at most ``extraction_dispatch_per_tick`` jobs
-        (stopping once ``time.perf_counter()`` passes ``deadline``, after at least one
-        step; a job being read resumes at the next call), and hand out at most
-        ``extraction_apply_per_tick`` results to apply."""
-        self.collect()
-        dispatched = 0
-        while dispatched < self.budgets.extraction_dispatch_per_tick and self.can_advance():
-            dispatched += self.advance()
-            if deadline is not None and time.perf_counter() > deadline:
-                break
-        count = min(self.budgets.extraction_apply_per_tick, len(self.ready))
-        results = [self.ready.popleft() for _ in range(count)]
-        self._release(results)
-        return results
 
     def can_advance(self) -> bool:
         """Whether a job waits to be dispatched and may be now: none while twice
