@@ -200,3 +200,33 @@ def test_an_account_without_its_i_is_a_claim_to_the_end_of_the_line() -> None:
         ("Mallory", "Found a shepherd up on the ridge with his leg broken. Set it myself, then carried him down."),
     )
     assert [(m.actor, m.source) for m in memories if m.tags] == [("player", "claimed")]
+
+
+@pytest.mark.parametrize("line", [
+    "I told you I'd two brothers. It's three; I always forget Padrig.",
+    "Y'know what I love? Pipes. Proper hill pipes.",
+    "I'm the reeve's natural daughter. He pays me to keep away.",
+    "I send coin to my girl every month.",
+    "Said I wanted a sword. I don't. I want a ploughshare.",
+    "I'm Mallory, from Dunmere.",
+])
+def test_what_a_player_tells_of_themselves_in_other_words_is_kept_as_such(line: str) -> None:
+    [memory] = read(("Mallory", line))
+    assert (memory.actor, memory.source, memory.tags, memory.kind) == ("player", "said", ("personal",), "semantic")
+
+
+@pytest.mark.parametrize("line", [
+    "What do you love most about the forge?",   # a question to the NPC
+    "They say I'd two brothers once.",          # hearsay still
+    "Mallory. Pleased to meet you, Father.",    # a greeting with a name
+])
+def test_questions_hearsay_and_greetings_tell_nothing_of_the_player(line: str) -> None:
+    assert tagged(read(("Mallory", line))) == []
+
+
+@pytest.mark.parametrize("line", [
+    "I drove the wolves off your sheep last night.",
+    "Last night I chased the bandits off your road.",
+])
+def test_driving_off_a_danger_in_the_past_tense_is_standing_up_for_someone(line: str) -> None:
+    assert tagged(read(("Mallory", line))) == [("player", "claimed", ("heroic",))]

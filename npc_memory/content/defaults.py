@@ -259,8 +259,10 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 "my (?:father|dad|mother|mom|mum|parents|brother|sister|siblings?|husband|wife|partner"
                 "|boyfriend|girlfriend|fianc[eé]e?|sons?|daughters?|kids|children|child|family|grandma"
                 "|grandmother|grandpa|grandfather|cousin|aunt|uncle|niece|nephew|home|house)",
-                r"i have (?:a|an|two|three|four|\d+) (?:kids|children|sons?|daughters?|brothers?|sisters?"
-                "|dogs?|cats?|puppy|puppies|kittens?|horses?|pets?)",
+                r"i(?: have|'ve|'d| had) (?:a|an|two|three|four|five|six|\d+) (?:\w+ )?(?:kids|children|sons?"
+                "|daughters?|brothers?|sisters?|twins?|dogs?|cats?|puppy|puppies|kittens?|horses?|pets?)",
+                r"i'?m (?:the|his|her) [\w']+ (?:\w+ )?(?:son|daughter|wife|husband|brother|sister|widow"
+                "|nephew|niece|heir|bastard)",
                 "i'?m (?:married|engaged|single|divorced|pregnant|retired)", "i live", "i moved",
                 # work and study
                 "i work", "i'?m working (?:as|at|on|for)", "my (?:job|boss|work|career|business|shop|team)",
@@ -274,8 +276,8 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 "i'?m (?:really |so |a (?:big |huge )?)?(?:into|fan)", "my fav(?:ou?rite)?", "i'?m allergic",
                 "i'?m (?:a )?(?:vegan|vegetarian)",
                 # goals, plans and pursuits
-                "i want to", "i'?d (?:love|like) to", "i hope to", "i plan(?:ned)? to", "i'?m planning",
-                "i'?m going to", "i'?m gonna", "my (?:goal|dream|plan)", "i dream",
+                "i want (?:to|a|an)", "i'?d (?:love|like) to", "i hope to", "i plan(?:ned)? to",
+                "i'?m planning", "i'?m going to", "i'?m gonna", "my (?:goal|dream|plan)", "i dream",
                 "i'?m thinking (?:of|about)", "i'?m heading", "i'?m saving (?:up )?for", "i'?m hoping",
                 "i'?m learning", r"i'?ve been \w+ing",
                 "my hobby", "i took up", "i (?:just |recently )?(?:started|adopted|joined)", "i'?ve started",
@@ -291,6 +293,8 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 "i'?m (?:looking|after|out) for (?:work|a place|a job|my|a trade)",
                 r"i'?m after (?:\w+ )?(?:work|a job|a place|a post|a trade)",
                 "i keep (?:bees|sheep|goats|hens|pigs|cows|a |an |the )",
+                r"i (?:send|write|visit|go|walk|pray|light|ride) [^.!?]{0,40}\bevery (?:day|week|month|year"
+                "|morning|evening|night|sunday|spring|summer|autumn|winter|market)",
                 "i (?:catch|carry|make|mend|sell|draw|grow|breed|fish|hunt|trap|weave|brew|bake|teach|tend"
                 "|herd|sweep|write|copy|build|sail|drive|haul|forge|carve|sew|paint|sing|play) \\w+ for",
                 "i (?:served|soldiered|fought) (?:in|with|under|for)", "(?:i'?ve been|i was) (?:a|an) \\w+",

@@ -182,6 +182,14 @@ CACHED_LINES = 4096
 _WORD = re.compile(r"[a-z0-9']+")
 _NAME_WORD = re.compile(r"[a-z']+")
 _SENTENCES = re.compile(r"[^.!?]+(?:[.!?]+|$)")
+_OWN_WORD = re.compile(r"\bi (?:told you|said|say)\b", re.IGNORECASE)
+"""Speech the speakers report of themselves ("I told you I'd two brothers"): what they tell
+of themselves in it is no hearsay."""
+
+_RHETORICAL = re.compile(r"\bwhat i (?:love|like|hate|want|need|miss)\?", re.IGNORECASE)
+"""A question the speakers answer themselves ("Y'know what I love? Pipes."): what it
+tells of them counts."""
+
 _OFFER = re.compile(r"\b(?:i'?ll|we'?ll|will|let me|let us|let's|going to|gonna|can|shall)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred)\b")
 _PRICE = re.compile(
@@ -283,7 +291,9 @@ class RuleBasedExtractor:
     def _hit(self, cue: Cue, clause: Clause, speakers: tuple[str, str] = ("", "")) -> Hit | None:
         entry = self._tags[cue.tag]
         act = entry.act
-        if clause.hearsay or (clause.question and not (act == "speech" and clause.request)):
+        hearsay = clause.hearsay and not (act == "fact" and _OWN_WORD.search(clause.text) is not None)
+        question = clause.question and not (act == "fact" and _RHETORICAL.search(clause.text) is not None)
+        if hearsay or (question and not (act == "speech" and clause.request)):
             return None
         hypothetical = clause.hypothetical and not clause.request and not entry.conditional
         if act != "fact" and (clause.figure or hypothetical):
