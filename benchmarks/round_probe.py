@@ -7,7 +7,7 @@ and when its metadata was on disk; and for the writer, per 20 s of its wall cloc
 CPU time, its hand-backs of the interpreter (how many, how long each took to get the
 interpreter back) and its waits for ticks to end. At the end it prints, per
 ``--window`` ticks, the rounds' mean and longest length, the share that went late and
-when, and writes the rounds to ``FILE`` as JSON. The figures in benchmarks/README.md,
+when, and writes the rounds to ``FILE`` as JSON. The figures in CHANGELOG.md ("Benchmark history"),
 "Why rounds overrun at stress 10k", come from
 
     python benchmarks/round_probe.py --rounds rounds.json --npcs 10000 --players 1000 \\

@@ -28,7 +28,7 @@ While it plays, it prints every ``--report`` ticks what the host's facade calls 
 tick (wall time, by kind): the game's own work with no store beside it. Each stage is
 timed three times over all the changed NPCs; the best is kept. Then the
 same by parts mask (the most common masks). Compare with what a scale run's writer pays
-for the same stages (benchmarks/README.md, "Long runs, continued"), where the writer
+for the same stages (CHANGELOG.md, "Benchmark history", "Long runs, continued"), where the writer
 shares the interpreter with the game.
 
     python benchmarks/snapshot_stages.py --npcs 10000 --players 1000 --ticks 3000

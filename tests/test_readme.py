@@ -78,6 +78,7 @@ def test_every_python_block_is_run_here() -> None:
 
 def test_the_readme_is_a_guide_and_links_every_page() -> None:
     assert len(README.splitlines()) <= 500
+    assert len((ROOT / "benchmarks" / "README.md").read_text().splitlines()) <= 300  # one table a benchmark
     for name in DOCS:
         assert f"(docs/{name})" in README, f"the README does not link docs/{name}"
     for name, text in DOCS.items():  # every relative link of a page leads to a file

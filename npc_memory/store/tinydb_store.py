@@ -1350,7 +1350,7 @@ def _children_born_normal() -> Iterator[None]:
     its class again, where the thread may ask that (a thread without the privilege stays
     so marked: processes it starts later are born in normal scheduling too). A checkpoint
     process born in a real-time class took the store writer up to a second to start
-    beside a busy real-time game thread (benchmarks/README.md, 2026-12-02)."""
+    beside a busy real-time game thread (CHANGELOG.md, "Benchmark history", 2026-12-02)."""
     marked: tuple[int, os.sched_param] | None = None
     with contextlib.suppress(AttributeError, OSError):  # (not Linux, or not allowed)
         policy = os.sched_getscheduler(0)  # (a thread marked already reports the mark too)
