@@ -577,6 +577,7 @@ class Stored:
     actor: str
     source: str
     counts: bool  # record.counts_for(the player's key)
+    withdrawn: bool = False  # what the player said of themselves and later corrected, changed or contradicted
 
     def show(self) -> str:
         mark = "counts" if self.counts else "does not count"
@@ -701,9 +702,13 @@ def run_model(
             outcome.request = "" if transcript is None else "\n".join(
                 f"{line.n}. {line.speaker}: «{line.text}»" for line in transcript.lines
             )
+            withdrawn = {
+                f.source_memory for f in plugin.facts(npc_key, include_disbelieved=True)
+                if f.subject == player_key and f.attribute is not None and not f.believed
+            }
             outcome.stored = [
                 Stored(m.content, npc_memory.components.memory.kind_of(m), tuple(m.tags),
-                       _actor(m.actor, player_key), m.source, m.counts_for(player_key))
+                       _actor(m.actor, player_key), m.source, m.counts_for(player_key), m.id in withdrawn)
                 for m in plugin.memories(npc_key, player_key)
             ]
             outcome.trust_after = plugin.relationship(npc_key, player_key).trust
@@ -747,6 +752,9 @@ class Scores:
     model_specific: dict[str, Any]
     fallbacks: dict[str, int]
     misses: list[Miss]
+    corrected: tuple[int, int] = (0, 0)
+    """Of the facts of ``update`` talks (what the player corrected themselves to), those a
+    memory holds that the NPC tells as what holds now."""
 
     def rate(self, pair: tuple[int, int]) -> float:
         return pair[0] / pair[1] if pair[1] else 1.0
@@ -769,8 +777,13 @@ def recalled(entry: dict[str, Any], stored: Sequence[Stored]) -> bool:
     return False
 
 
-def fact_recalled(fact: str, player: str, stored: Sequence[Stored]) -> bool:
-    return any(m.kind == "semantic" and covers(fact, m.content, (player,)) for m in stored)
+def fact_recalled(fact: str, player: str, stored: Sequence[Stored], *, current: bool = False) -> bool:
+    """Whether a semantic memory holds ``fact`` (with ``current``: one the player has not
+    since withdrawn, so the NPC tells it as what holds now)."""
+    return any(
+        m.kind == "semantic" and not (current and m.withdrawn) and covers(fact, m.content, (player,))
+        for m in stored
+    )
 
 
 def trust_right(label: str, delta: float) -> bool:
@@ -803,6 +816,7 @@ def score(run: Run) -> Scores:
     by_cat_hit: Counter[str] = Counter()
     by_cat: Counter[str] = Counter()
     facts = [0, 0]
+    corrected = [0, 0]  # the facts of update talks, told as what holds now
     trust = [0, 0]
     by_label_hit: Counter[str] = Counter()
     by_label: Counter[str] = Counter()
@@ -834,6 +848,9 @@ def score(run: Run) -> Scores:
                 facts[0] += 1
             else:
                 misses.append(Miss(o.talk.id, f"fact not recalled: {fact!r}", o))
+            if conv["category"] == "update":
+                corrected[1] += 1
+                corrected[0] += fact_recalled(fact, o.talk.player, o.stored, current=True)
         trust[1] += 1
         by_label[conv["trust"]] += 1
         if trust_right(conv["trust"], o.delta):
@@ -876,6 +893,7 @@ def score(run: Run) -> Scores:
         model=run.model, talks=len(run.outcomes), events=(events[0], events[1]),
         events_by_actor=_ratio(by_actor_hit, by_actor), events_by_category=_ratio(by_cat_hit, by_cat),
         facts=(facts[0], facts[1]), trust=(trust[0], trust[1]), trust_by_label=_ratio(by_label_hit, by_label),
+        corrected=(corrected[0], corrected[1]),
         false_memory_talks=false_talks, model_specific=specific,
         fallbacks=dict(Counter(o.reason for o in run.fallbacks)), misses=misses,
     )
@@ -895,6 +913,7 @@ def report(run: Run, scores: Scores, *, show_misses: bool = False, out: Callable
     for name, pair in scores.events_by_category.items():
         out(f"    {name:<18}{_pct(pair)}")
     out(f"  fact recall         {_pct(scores.facts)}")
+    out(f"    corrected, current {_pct(scores.corrected)}  (update talks: told as what holds now)")
     out(f"  trust direction     {_pct(scores.trust)}")
     for name, pair in scores.trust_by_label.items():
         out(f"    {name:<18}{_pct(pair)}")

@@ -93,6 +93,11 @@ def test_the_town_report_is_one_page_with_every_picture(tmp_path: Path) -> None:
     page = check_report(tmp_path / "report")
     text = "".join(page.text)
     assert story.headline in text and "Summary after 3 game days:" in text and "Day 3" in text
+    deed = story.farthest()
+    assert deed is not None and deed.victim  # the gossip picture draws the victim, and says so
+    assert f"{story.name(deed.victim)}, who was wronged, is red." in " ".join(text.split())
+    html_text = page_path.read_text()
+    assert "white-space:pre-wrap" in html_text  # the summary's long rumour line wraps, never hides
 
 
 def test_a_report_of_a_quiet_village_still_draws_every_picture(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ def test_a_careful_models_memories_are_kept_as_it_read_them(scores: dict[str, sm
     careful = scores["careful"]
     assert rate(careful.events) >= 0.95 and rate(careful.facts) >= 0.9 and rate(careful.trust) >= 0.9
     assert careful.false_memory_talks == []
+    assert careful.corrected[1] >= 20 and rate(careful.corrected) >= 0.9  # corrections told as current
 
 
 def test_inventions_misattributions_and_obeyed_injections_rarely_get_through(

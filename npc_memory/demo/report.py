@@ -5,8 +5,8 @@ needed):
 
 - ``relationships.png``: disposition over time of the NPC–player pairs that changed
   most, with threshold crossings and stage changes marked;
-- ``reputation.png``: each player's standing with each faction over time, coloured
-  by play style;
+- ``reputation.png``: how each player's standing with each faction moved since the
+  first day, coloured by play style;
 - ``gossip.png``: the rumour of the deed that travelled farthest, hop by hop — who
   told whom, with the confidence passed on;
 - ``memories.png``: memories held by kind over time, and those forgotten and
@@ -75,9 +75,10 @@ PICTURES: tuple[tuple[str, str, str], ...] = (
     (
         "reputation.png",
         "Reputation per player per faction",
-        "One panel per faction: each line is one player's standing with that faction (the average "
-        "disposition of its NPCs, strangers included), coloured by play style; each faction starts "
-        "from its attitude to the player's faction.",
+        "One panel per faction: each line is how one player's standing with that faction (the "
+        "average disposition of its NPCs, strangers included) moved since the first day, coloured "
+        "by play style. Where each line starts, the faction's attitude to the player's faction, "
+        "is left out: the change is what the players did.",
     ),
     (
         "gossip.png",
@@ -85,7 +86,7 @@ PICTURES: tuple[tuple[str, str, str], ...] = (
         "The deed whose rumour reached most NPCs. Columns are hops: those who saw it on the left, "
         "then who heard it from whom, hop by hop. Each arrow is one telling, coloured (and, in small "
         "graphs, labelled) by the confidence the listener was left with — it only falls as the "
-        "rumour travels. The victim is red.",
+        "rumour travels.",
     ),
     (
         "memories.png",
@@ -195,12 +196,18 @@ def _reputation(story: Story) -> Figure:
         ax = axes[index // cols][index % cols]
         for player, per_faction in sorted(story.reputation.items()):
             samples = per_faction.get(faction, [])
+            if not samples:
+                continue
+            start = samples[0][1]
             colour = STYLE_COLOURS.get(story.styles.get(player, ""), "#444444")
-            ax.plot(
-                [t + 1 for t, _ in samples], [v for _, v in samples], color=colour, alpha=0.6, linewidth=1
-            )
+            moved = [v - start for _, v in samples]
+            ax.plot([t + 1 for t, _ in samples], moved, color=colour, alpha=0.6, linewidth=1)
         ax.set_title(faction, fontsize="medium")
         ax.axhline(0.0, color="grey", linewidth=0.6)
+        if index % cols == 0:
+            ax.set_ylabel("standing moved")
+        if index // cols == rows - 1 or index + cols >= len(factions):
+            ax.set_xlabel("game day")
     for index in range(len(factions), rows * cols):
         axes[index // cols][index % cols].set_visible(False)
     from matplotlib.lines import Line2D
@@ -212,7 +219,7 @@ def _reputation(story: Story) -> Figure:
         loc="outside lower center",
         ncols=len(styles),
     )
-    figure.suptitle("Standing of each player with each faction (x: game day)")
+    figure.suptitle("How each player's standing with each faction moved since day 1")
     return figure
 
 
@@ -231,6 +238,9 @@ def _gossip(story: Story) -> Figure:
     columns: dict[int, list[str]] = defaultdict(list)
     for who, depth in level.items():
         columns[depth].append(who)
+    if deed.victim and deed.victim not in level:  # robbed or threatened, and kept it to themselves
+        level[deed.victim] = 0
+        columns[0].append(deed.victim)
     position: dict[str, tuple[float, float]] = {}
     for depth, members in columns.items():
         for row, who in enumerate(members):
@@ -259,13 +269,13 @@ def _gossip(story: Story) -> Figure:
     top = max(len(members) for members in columns.values()) / 2 + 0.5
     for depth in columns:
         heading = "saw it" if depth == 0 else f"hop {depth}"
-        ax.text(depth, top, heading, ha="center", fontsize=9, weight="bold")
+        ax.text(depth, top, heading, ha="center", va="bottom", fontsize=9, weight="bold")
     for who, (x, y) in position.items():
         colour = "#c53030" if who == deed.victim else "#f2c14e" if level[who] == 0 else "#9ecae1"
         ax.text(
             x,
             y,
-            story.name(who),
+            f"{story.name(who)} (victim)" if who == deed.victim else story.name(who),
             ha="center",
             va="center",
             fontsize=8,
@@ -274,15 +284,25 @@ def _gossip(story: Story) -> Figure:
     xs = [x for x, _ in position.values()]
     ys = [y for _, y in position.values()]
     ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
-    ax.set_ylim(min(ys) - 1, max(ys) + 1.2)
+    ax.set_ylim(min(ys) - 1, top + 1.0)  # room for the column headings under the title
     others = len(deed.witnesses) - sum(1 for w in deed.witnesses if w in position)
     ax.set_title(
         f'"{deed.content}" (day {deed.day}, {deed.room}): seen by {len(deed.witnesses)}'
         f"{f' ({others} kept it to themselves)' if others else ''}, "
         f"heard by {deed.reach} in {deed.farthest} hops",
         fontsize="medium",
+        pad=12,
     )
     return figure
+
+
+def _gossip_key(story: Story) -> str:
+    """What the colours of the gossip graph's names mean, for this run's deed."""
+    deed = story.farthest()
+    if deed is None or not deed.hops:
+        return ""
+    victim = f" {story.name(deed.victim)}, who was wronged, is red." if deed.victim else ""
+    return f"Those who saw it and passed it on are yellow, those who heard it blue.{victim}"
 
 
 def _memories(story: Story) -> Figure:
@@ -360,7 +380,7 @@ def _page(story: Story, images: dict[str, bytes]) -> str:
         f"<title>{title}</title>",
         "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
         "img{max-width:100%;border:1px solid #ddd}figure{margin:2em 0}"
-        "figcaption{color:#444;max-width:60em}pre{background:#f6f6f6;padding:1em;overflow-x:auto;"
+        "figcaption{color:#444;max-width:60em}pre{background:#f6f6f6;padding:1em;white-space:pre-wrap;"
         "font-size:0.85em}</style>",
         "</head><body>",
         f"<h1>{title}</h1>",
@@ -370,6 +390,8 @@ def _page(story: Story, images: dict[str, bytes]) -> str:
     for name, heading, caption in PICTURES:
         if name == "reputation.png":
             caption = f"{caption} {_moves_by_style(story)}"
+        elif name == "gossip.png":
+            caption = f"{caption} {_gossip_key(story)}"
         data = base64.b64encode(images[name]).decode("ascii")
         parts += [
             f'<figure id="{name.removesuffix(".png")}"><h2>{html.escape(heading)}</h2>',
