@@ -1,5 +1,6 @@
 """What extraction works on and produces: jobs (a finished conversation), extracted
-memories, token usage and results that record where they came from."""
+memories, token usage (those three in :mod:`npc_memory.components.jobs`, where the store
+reads them) and results that record where they came from."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Literal
 
 import msgspec
 
-from npc_memory.components.memory import MemoryKind, MemorySource, Valence
+from npc_memory.components.jobs import Actor, ExtractedMemory, ExtractionJob, PaidCall, TokenUsage
 from npc_memory.components.working import Turn as Turn  # the transcript line lives with WorkingMemory
-from npc_memory.llm.model import SummaryOutcome, TokenUsage
+from npc_memory.llm.model import SummaryOutcome
 
 __all__ = [
     "MAX_CONTENT",
@@ -27,74 +28,11 @@ __all__ = [
 
 Source = Literal["llm", "rules"]
 
-Actor = Literal["player", "npc"]
-"""Whose doing or saying a memory records: the player's, or the NPC's own."""
-
 MAX_MEMORIES = 3
 """An extraction yields at most this many memories."""
 
 MAX_CONTENT = 500
 """Extracted memory content is cut to this many characters."""
-
-
-class ExtractionJob(msgspec.Struct, frozen=True, kw_only=True):
-    """A finished conversation waiting to become memories. ``ended_at`` in game seconds.
-    ``paid``: an LLM call already made for it, kept over a restart so that it is never
-    paid for twice."""
-
-    conversation: str
-    npc: str
-    npc_name: str
-    npc_role: str = ""
-    player: str
-    player_name: str
-    room: str | None = None
-    turns: tuple[Turn, ...] = ()
-    ended_at: float = 0.0
-    paid: PaidCall | None = None
-
-
-class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
-    """A memory proposed by an extractor, already validated and clamped: ranges in
-    [0, 1], content ≤ 500 characters, tags lower-case.
-
-    ``actor`` is who did or said what it records: ``"player"`` (a memory about the
-    player), ``"npc"`` (what the NPC itself said or did: its promises, prices, its
-    own story; kept so it stays consistent, and never held against the player), or a
-    third party's name as said ("Bob stole my hammer": ``"Bob"``). ``source`` is how the
-    NPC knows it: ``witnessed`` (done in the conversation), ``said`` (what a speaker
-    said, in their words), ``claimed`` (the player's own account of a deed: "I saved
-    the village", which weighs less than a deed the NPC saw) or ``heard`` (what the
-    player told of someone else). ``evidence``: the 0-based transcript lines it rests
-    on (empty where not known)."""
-
-    content: str
-    kind: MemoryKind = "episodic"
-    tags: tuple[str, ...] = ()
-    importance: float = 0.5
-    valence: Valence = "neutral"
-    intensity: float = 0.0
-    actor: str = "player"
-    source: MemorySource = "witnessed"
-    evidence: tuple[int, ...] = ()
-
-    @property
-    def claim(self) -> bool:
-        """Whether this is the player's own account of a deed the NPC did not see."""
-        return self.source == "claimed"
-
-
-class PaidCall(msgspec.Struct, frozen=True, kw_only=True):
-    """An LLM call made for a job that was not applied before the plugin stopped: what
-    it cost (``usage`` as counted, ``cost_usd``), and ``answer``, the memories it
-    brought, or ``failure``, why there were none (e.g. ``"shut down"`` for a call in
-    flight at uninstall). After a restart the answer is applied as it came; a job
-    without one is extracted by the rules, never sent again."""
-
-    usage: TokenUsage | None = None
-    cost_usd: float = 0.0
-    answer: tuple[ExtractedMemory, ...] | None = None
-    failure: str | None = None
 
 
 class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -10,6 +10,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
+from npc_memory.components.jobs import TokenUsage as TokenUsage  # (the store reads it too)
 from npc_memory.rules.tokens import estimate_tokens
 
 T = TypeVar("T")
@@ -18,21 +19,6 @@ Purpose = Literal["extraction", "summary", "reply"]
 """What a call is for; the gateway's statistics are kept per purpose."""
 
 PURPOSES: tuple[Purpose, ...] = ("extraction", "summary", "reply")
-
-
-class TokenUsage(msgspec.Struct, frozen=True, kw_only=True):
-    """Tokens one LLM call used, as the API reported them (or, when it could not report
-    them, the reservation charged instead: see :attr:`LLMResult.usage_estimated`)."""
-
-    input: int = 0
-    output: int = 0
-    cache_write: int = 0
-    cache_read: int = 0
-
-    @property
-    def total(self) -> int:
-        """Every token counted against budgets: input, output and both cache kinds."""
-        return self.input + self.output + self.cache_write + self.cache_read
 
 
 class Refusal(msgspec.Struct, frozen=True):

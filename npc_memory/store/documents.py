@@ -23,7 +23,7 @@ from npc_memory.components import (
     Relationships,
     WorkingMemory,
 )
-from npc_memory.extraction.model import ExtractionJob
+from npc_memory.components.jobs import ExtractionJob
 
 SCHEMA_VERSION = 4
 """Current schema version of documents and store metadata.
