@@ -37,9 +37,9 @@ MINIMAL = '[pack]\nname = "tiny"\n'
 def test_default_rules_reproduce_the_recorded_output_byte_for_byte(
     extractor: Callable[[], RuleBasedExtractor],
 ) -> None:
-    # Recorded from the extractor before its cues moved into the pack (tests/extraction_cases.py);
-    # re-recorded when memories gained their source (claim: true became source "claimed", or
-    # "said" for the player's admission of a deed against them) and the lines they rest on.
+    # The reader's output on tests/extraction_cases.py, the same with the built-in cues, the
+    # village pack's and a minimal pack's. A change to the reader meant to change it re-records
+    # tests/fixtures/rule_extractor_golden.json, and its diff shows what the change did.
     golden: dict[str, str] = json.loads(GOLDEN.read_text("utf-8"))
     rules = extractor()
     output = {case: encode(rules.extract(job)) for case, job in cases()}

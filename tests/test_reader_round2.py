@@ -94,6 +94,7 @@ def test_a_promise_kept_in_the_same_talk_is_the_deed() -> None:
 
 @pytest.mark.parametrize(("speaker", "line"), [
     ("Hilda", "Quinn told me they was in a fight"),
+    ("Hilda", "Quinn told me they got into a fight"),
     ("Hilda", "Delphine usually shows up for helpful in the evening"),
     ("Mallory", "Quinn told me they was in a fight"),
 ])
@@ -109,6 +110,56 @@ def test_answers_about_oneself_are_personal_facts() -> None:
     assert [m.tags for m in named if m.actor == "player"] == [("personal",)]
     greeting = read(("Hilda", "Welcome."), ("Mallory", "Mallory. Pleased to meet you."))
     assert [m for m in greeting if m.actor == "player"] == []
+
+
+def test_a_deed_told_with_its_i_left_out_is_the_speakers_claim() -> None:
+    told = read(("Hilda", "That's the grey wolf's pelt. You killed him?"),
+                ("Mallory", "Tracked him three days into the hills and put an arrow in him at dawn."))
+    assert tagged(told) == [("player", "claimed", ("combat",))]
+    fred = read(("Mallory", "Evening."), ("Hilda", "Fred stole my hammer."), ("Mallory", "Did he now."))
+    assert tagged(fred) == [("Fred", "said", ("theft",))]  # a name that ends like a verb is a name
+
+
+def test_a_subject_left_out_is_the_one_before_it_in_the_line() -> None:
+    bandits = read(("Hilda", "Where did they go?"),
+                   ("Mallory", "They've gone back over the ridge. Took their wounded with them."))
+    assert [m for m in bandits if m.tags and m.actor == "player"] == []
+    own_story = read(("Hilda", "I was a farm girl once, you know. Took up a spear the year the raiders came."
+                      " Killed my first man at fifteen."), ("Mallory", "I'm sorry."))
+    assert [m for m in own_story if m.tags and m.actor == "player"] == []
+    assert ("npc", "said", ("combat",)) in tagged(own_story)
+
+
+@pytest.mark.parametrize("line", [
+    "Gave every coin to the orphan house on Quay Street.",
+    "I gave all my winnings to the orphans.",
+])
+def test_a_gift_to_someone_else_is_a_claim_not_a_gift_seen(line: str) -> None:
+    memories = read(("Hilda", "Flush, are we?"), ("Mallory", line))
+    assert ("player", "claimed", ("gift",)) in tagged(memories)
+    assert ("player", "witnessed", ("gift",)) not in tagged(memories)
+
+
+@pytest.mark.parametrize(("npc_line", "expected"), [
+    ("You didn't have to put him through the window.", ("combat",)),  # says it was done
+    ("You're the one dragged my ewe out of the bog?", ("helpful",)),  # asks who, not whether
+    ("Thief! Somebody fetch the watch!", ("theft",)),  # a name for the listener
+    ("So it is. Sharp eyes, traveller.", ("helpful",)),  # praise names no other doer
+    ("Get yourself in, the wife'll bind it. I owe ye more'n I can pay, lad.", ("heroic",)),
+    ("You brought Corporal Ness back on your shoulders. Four miles.", ("heroic",)),
+])
+def test_what_the_npc_says_the_player_did_is_a_deed_seen(npc_line: str, expected: tuple[str, ...]) -> None:
+    memories = read(("Mallory", "Evening."), ("Hilda", npc_line), ("Mallory", "Hm."))
+    assert [(m.actor, m.source, m.tags[: len(expected)]) for m in memories if m.tags] == [
+        ("player", "witnessed", expected)
+    ]
+
+
+def test_saving_an_animal_is_help_and_saving_a_person_heroic() -> None:
+    ewe = read(("Mallory", "I pulled your ewe out of the bog."), ("Hilda", "Thank you."))
+    boy = read(("Mallory", "I pulled your boy out of the millrace."), ("Hilda", "Thank you."))
+    assert [m.tags[0] for m in ewe if m.tags] == ["helpful"]
+    assert [m.tags[0] for m in boy if m.tags] == ["heroic"]
 
 
 # --- through the plugin ------------------------------------------------------------------

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+_ANIMALS = (r"(?:ewes?|sheep|lambs?|cows?|calf|calves|goats?|dogs?|horses?|pony|ponies|mules?|pigs?|hens?"
+            r"|ox|oxen|cats?|geese|goose|heifers?|bullocks?|donkeys?|flock|herd)\b")
+"""Saving one of these is help, not heroism (that is saving a person)."""
+_SOMEONES = rf"(?:the|my|your|our) (?!{_ANIMALS})\w+"
+"""Someone of the NPC's or the player's: "my boy", "the miller's wife", not "my ewe"."""
+
 EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
     # Deeds: what the player did, for or against the NPC and the village.
     "heroic": {
@@ -26,9 +32,11 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 r"(?:drive|drove|driven|chased?) (?:them|it|(?:the|those|some|a|an) \w+|\w+) (?:off|away)",
                 "drove (?:them|it) off", "fought off", "defended", "defend", "protected", "protect",
                 "stepped in", "bravely", "owe you everything", "owe you my life",
-                r"pulled (?:her|him|them|me|the \w+|my \w+) (?:out|free|clear|up|from)",
-                r"(?:brought|carried|dragged|got|fished) (?:her|him|them|me|the \w+|my \w+)"
+                r"owe (?:you|ye) more(?:'n| than) (?:i|we) (?:can|could) (?:ever )?(?:re)?pay",
+                rf"pulled (?:her|him|them|me|{_SOMEONES}) (?:out|free|clear|up|from)",
+                rf"(?:brought|carried|dragged|got|fished) (?:her|him|them|me|{_SOMEONES})"
                 r" (?:out|clear|free|back alive)",
+                r"(?:brought|carried) (?:\w+ ){1,2}back on (?:your|his|her|their|my) (?:shoulders?|back)",
                 r"cut (?:me|him|her|them|my \w+) (?:down|free|loose)", "cut my ropes?",
                 r"saved my (?:neck|skin|hide|life)",
                 r"(?:jumped|dove|dived|went) (?:in|into|back in|back into)", "shielded", "took the blow",
@@ -39,7 +47,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
         "description": "a fight, battle, duel or sparring bout",
         "group": "deeds",
         "importance": 0.55,
-        "label": "was in a fight",
+        "label": "got into a fight",
         "cues": [
             {"who": "any", "words": [
                 "fight", "fought", "fighting", "battled?", "attacked", "killed", "kill", "slay", "slew",
@@ -55,6 +63,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 r"(?:gate|line|door|bridge|left|right|wall|pass|ford|them|\w+ of the gate)",
                 r"put (?:an? |\w+ )?(?:arrow|bolt|blade|knife|sword|spear) (?:in|into|through)",
                 r"put (?:\w+ )?in the (?:water|river|ground|dirt|mud)", r"shot (?:him|her|it|them|the \w+)",
+                r"put (?:him|her|them) (?:through|over|out of) (?:the|a|your|my) \w+",
                 r"ran (?:a |the )?(?:\w+ )?(?:gang|band|pack|them|him|her) (?:of \w+ )?off",
                 r"stood (?:the|on the) (?:\w+ )?(?:wall|gate|line|bridge)",
                 r"fought (?:beside|with|alongside) (?:me|us)",
@@ -76,6 +85,10 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 "mended", "lashed", "hauled", "swept", "rebuilt",
                 r"set (?:his|her|the|a) (?:\w+ )?(?:leg|arm|bone)", r"drove (?:them|it|the \w+) back",
                 r"found (?:it|her|him|them|your \w+)", r"(?:carried|fetched|brought back|rounded up|put out)",
+            ]},
+            {"who": "any", "words": [
+                rf"(?:pulled|dragged|got|fished|brought) (?:the|my|your|a|our) {_ANIMALS}"
+                r" (?:out|free|clear|back|home)",
             ]},
             {"who": "npc", "words": [
                 "thank you for the help", "thanks for the help", "thank you for your help", "you helped",
@@ -154,8 +167,8 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 " (?:all )?for you", "take (?:this|these|them)",
                 r"(?:it'?s|this is|these are|they'?re) for your",
                 r"put (?:this|these|it) (?:round|on|around|over) you",
-                r"gave (?:every|all|the|my|it|them)(?: \w+)? to (?:the|a|an)"
-                r" (?:orphan|poor|temple|widow|chapel|church)",
+                r"gave (?:every|all|the|my|it|them)(?: \w+){0,2} to (?:the|a|an)"
+                r" (?:orphans?|poor|temple|widows?|chapel|church)",
                 "no payment", r"keep your (?:coin|money|silver|copper|penny)",
                 r"for the (?:poor|poor box|orphans|temple)",
                 "keep it", "no charge", "free of charge", "on me",
@@ -358,11 +371,13 @@ HARM_TO_NPC: list[str] = [
 """Words that make the player's deed one done to the NPC itself: a fight against it."""
 
 NEGATIONS: list[str] = [
-    "not", "no", "never", "won'?t", "don'?t", "didn'?t", "can'?t", "isn'?t", "wasn'?t", "refuse",
+    "not", "no", "never", "won'?t", "don'?t", r"didn'?t(?! (?:have|need) to\b)", "can'?t", "isn'?t",
+    "wasn'?t", "refuse",
     "couldn'?t", "wouldn'?t", "haven'?t", "hasn'?t", "hadn'?t", "aren'?t", "weren'?t", "nothing",
     "nobody", "neither", "nor",
 ]
-"""Words that, up to ``negation_reach`` words before a cue, cancel it ("I won't steal")."""
+"""Words that, up to ``negation_reach`` words before a cue, cancel it ("I won't steal"; not
+"you didn't have to put him through the window", which says it was done)."""
 
 HYPOTHETICALS: list[str] = [
     "if", "unless", "would", "could", "might", "maybe", "perhaps", "imagine", "suppose", "supposing",

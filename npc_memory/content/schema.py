@@ -769,7 +769,8 @@ Who = Literal["player", "npc", "any"]
 class Cue(_Model):
     """Words that mark a conversation with a tag when ``who`` says one of them: the
     player, the NPC or anyone. Each word is a :data:`Pattern`; a word preceded by a
-    negation ("I won't steal") does not count."""
+    negation ("I won't steal") does not count. A deed's cue only the NPC says tells of
+    the player's deed unless its clause names another doer ("Good eye.", "you fixed")."""
 
     who: Who = "any"
     words: Annotated[list[Pattern], Field(min_length=1)]
@@ -793,9 +794,10 @@ class ExtractionTag(_Model):
     confiding, asking a task) is done by saying it, so it is the speaker's unless the
     clause is about a third party. A ``fact`` is what the speaker tells about themselves.
     The player's own account of a deed is a claim (the NPC did not see it) unless the tag
-    is not ``claimable``: an act the NPC sees as it is told ("I brought you these herbs as
-    a gift"). A ``conditional`` tag's cues count in conditional clauses too, since that
-    is the act's form ("Give me your purse or I'll break your arm", "if you tell anyone").
+    is not ``claimable`` and the clause names the listener: an act the NPC sees as it is
+    told ("I brought you these herbs as a gift"; "I gave it all to the orphans" is a
+    claim). A ``conditional`` tag's cues count in conditional clauses too, since that is
+    the act's form ("Give me your purse or I'll break your arm", "if you tell anyone").
     A memory with a ``private`` tag (a confidence, a personal fact) is never learned as a
     fact about the player, so it is never passed on as gossip.
     """

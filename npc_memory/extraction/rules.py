@@ -43,7 +43,7 @@ import msgspec
 from npc_memory.components.memory import MemoryKind, MemorySource, Valence
 from npc_memory.content.schema import ExtractionRules, ExtractionTag, Who
 from npc_memory.extraction.model import MAX_CONTENT, Actor, ExtractedMemory, ExtractionJob, Turn
-from npc_memory.extraction.speech import AGENTS, Clause, Reader, Role, agent
+from npc_memory.extraction.speech import AGENTS, Clause, Reader, Role, agent, told_in_past
 from npc_memory.rules.text import STOP_WORDS, terms
 
 
@@ -302,8 +302,9 @@ class RuleBasedExtractor:
             before = clause.text[: match.start()]
             if act != "fact" and self._negation is not None and self._negation.search(before):
                 continue
-            start, doer = match.start(), _doer_end(clause.text, match.start(), match.end())
-            return self._credit(cue.tag, act, clause, doer, start, entry.claimable, speakers, match.end())
+            start, end, praise = match.start(), match.end(), cue.who == "npc"
+            doer = _doer_end(clause.text, start, end)
+            return self._credit(cue.tag, act, clause, doer, start, entry.claimable, speakers, end, praise)
         return None
 
     @staticmethod
@@ -316,11 +317,14 @@ class RuleBasedExtractor:
         claimable: bool = True,
         speakers: tuple[str, str] = ("", ""),
         cue_end: int | None = None,
+        praise: bool = False,
     ) -> Hit | None:
         """Who ``clause``'s ``tag`` is credited to (its doer is the nearest subject before
         ``end``, see :func:`_doer_end`); ``speakers`` are the first names of the player and
         the NPC, lower-case: a clause opening with one as its subject is that one's deed
-        ("Mallory saved the village." said by Mallory is her own account, a claim)."""
+        ("Mallory saved the village." said by Mallory is her own account, a claim).
+        ``praise``: the cue is one only the NPC says of the player's deed ("Good eye."),
+        the listener's when the clause names no doer."""
         speaker: Actor = clause.role
         listener: Actor = "npc" if speaker == "player" else "player"
         if act == "fact":
@@ -333,20 +337,26 @@ class RuleBasedExtractor:
         opening = _opening_name(clause.text) if subject in ("command", "other") else ""
         if opening and opening in (own, other):
             subject = "first" if opening == own else "second"  # "Mallory saved the village."
+        name = clause.name
+        if subject == "person" and name is not None and clause.text.find(name) + len(name) > start:
+            subject = "other"  # the capitalised word opening the clause is the cue, not a name: "Sharp eyes."
         if subject == "person" and _names_the_doer(clause, start):  # "Bob stole my hammer": Bob's deed
             assert clause.name is not None
             return Hit(tag, clause.name, clause, claim=False)
+        seen = not claimable and _TO_LISTENER.search(clause.text) is not None
         if subject == "first":  # an account of a deed is a claim; an offer made here is not
             offer = is_offer(clause.text[: max(end, cue_end or 0)])
-            claim = speaker == "player" and claimable and not offer
+            claim = speaker == "player" and not seen and not offer
             return Hit(tag, speaker, clause, claim=claim, offer=offer)
         if subject == "second":
             return Hit(tag, listener, clause, claim=False)
         if subject in ("command", "other"):
-            if speaker == "player" and claimable and _told_in_past(clause.text):
+            if praise:
+                return Hit(tag, listener, clause, claim=False)
+            if speaker == "player" and not seen and told_in_past(clause.text):
                 return Hit(tag, speaker, clause, claim=True)  # "Tracked him three days ...": the "I" left out
             return Hit(tag, speaker, clause, claim=False)
-        if subject == "thing" and not claimable and _TO_LISTENER.search(clause.text):
+        if subject == "thing" and seen:
             return Hit(tag, speaker, clause, claim=False)  # an act seen as it is done: "..., a gift for you."
         return None
 
@@ -716,20 +726,6 @@ class RuleBasedExtractor:
             + weights.per_exclamation * min(text.count("!"), weights.max_exclamations)
             + weights.per_heat_word * min(heat, weights.max_heat_words),
         )
-
-
-_PAST = re.compile(
-    r"^\W*(?:(?:then|and|so|later|after that)\W+)?"
-    r"(?:\w+ed|found|took|put|ran|held|went|got|brought|caught|fought|stood|gave|made|did|set|shot|"
-    r"threw|drove|rode|swam|dug|stole|slew|won|carried|kept|left|sold|bought|paid|built|rebuilt|broke)\b",
-    re.IGNORECASE,
-)
-
-
-def _told_in_past(text: str) -> bool:
-    """Whether ``text`` opens with a verb in the past tense, its subject left out: what
-    the speaker tells of having done ("Tracked him three days into the hills")."""
-    return _PAST.match(text) is not None
 
 
 _TO_LISTENER = re.compile(r"\b(?:you|your|ye)\b", re.IGNORECASE)

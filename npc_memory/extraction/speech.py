@@ -58,6 +58,26 @@ _CLAUSE = re.compile(r"\s*(?:[,;:]\s*(?:but|and so|so)?|\bbut\b|\s[-–—]\s)\s
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _WORD_ANY_CASE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?", re.IGNORECASE)
 _SOFT_PUNCT = str.maketrans({"’": "'", "‘": "'"})
+_PAST = re.compile(
+    r"^\W*(?:(?:then|and|so|later|after that)\W+)?"
+    r"(\w+ed|found|took|put|ran|held|went|got|brought|caught|fought|stood|gave|made|did|set|shot|"
+    r"threw|drove|rode|swam|dug|stole|slew|won|carried|kept|left|sold|bought|paid|built|rebuilt|broke|"
+    r"slipped|spent|lent|sent|hid|lost|beat|saw|met|told|taught|swore|tore|wore|wrote|bit)\b",
+    re.IGNORECASE,
+)
+_PRESUPPOSED = re.compile(
+    r"^\W*(?:(?:so|and|then|ah|oh)\W+)?(?:you'?re|you are|ye'?re) the one\b", re.IGNORECASE
+)
+"""A question that takes its deed as known, asking only who: "You're the one pulled her out?"."""
+_NAMES_IN_ED = re.compile(r"\w{0,2}ed|\w*(?:fred|dred|fried)", re.IGNORECASE)
+"""Names that end like a verb in the past tense: Ed, Ted, Ned, Fred, Alfred, Mildred."""
+
+
+def told_in_past(text: str) -> bool:
+    """Whether ``text`` opens with a verb in the past tense, its subject left out: what
+    the speaker tells of having done ("Tracked him three days into the hills")."""
+    found = _PAST.match(text)
+    return found is not None and _NAMES_IN_ED.fullmatch(found.group(1)) is None
 
 
 class Clause(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -112,16 +132,19 @@ class Reader:
 
     def line(self, turn: Turn, index: int, role: Role, names: frozenset[str]) -> list[Clause]:
         """The clauses of ``turn``, line ``index`` of a transcript, said by ``role``."""
-        found = []
+        found: list[Clause] = []
         for sentence in _SENTENCE.findall(turn.text.translate(_SOFT_PUNCT)):
             sentence = sentence.strip()
             if not sentence:
                 continue
-            question = sentence.rstrip().endswith("?")
+            question = sentence.rstrip().endswith("?") and _PRESUPPOSED.match(sentence) is None
             parts = [p for p in _CLAUSE.split(sentence) if p and p.strip(" .!?")]
             conditional = any(self.conditional.search(part) for part in parts)
             for number, part in enumerate(parts):
-                found.append(self._clause(part, index, role, question, conditional, names, number == 0))
+                clause = self._clause(part, index, role, question, conditional, names, number == 0)
+                if clause.subject == "other" and told_in_past(part):
+                    clause = _continued(clause, found)
+                found.append(clause)
         return found
 
     def _clause(
@@ -142,10 +165,12 @@ class Reader:
         name = None
         if subject == "other" and start < len(words) and words[start] not in _NOT_NAMES_OR_NUMBERS:
             original = _WORD_ANY_CASE.findall(text)
-            if start < len(original) and original[start][:1].isupper():
+            if start < len(original) and original[start][:1].isupper() and not told_in_past(original[start]):
                 subject, name = "person", original[start]  # a name: "Bob stole my hammer"
-        if subject == "other" and not first_clause and len(words) <= 2 and not set(words) & _POINTERS:
-            subject = "second"  # a lone name for the listener after a comma: "..., traitor."
+        if subject in ("other", "person") and len(words) <= 2 and not set(words) & _POINTERS and (
+            not first_clause or (len(words) == 1 and text.rstrip().endswith("!"))
+        ):
+            subject, name = "second", None  # a name for the listener: "..., traitor.", "Thief!"
         request = question and self.request is not None and bool(self.request.search(" ".join(words[start:])))
         marked = self.mood is not None and self.mood.search(text) is not None
         return Clause(
@@ -178,6 +203,19 @@ class Reader:
         if first in self.imperatives:
             return "command"
         return "other"
+
+
+def _continued(clause: Clause, before: list[Clause]) -> Clause:
+    """``clause``, its subject left out, about whom the last of ``before`` (the clauses
+    of its line so far) was about ("They've gone. Took their wounded."): a clause of
+    three words or more, not a filler ("you know", "too"). Without one the clause keeps
+    its subject: the speaker's own deed ("Tracked him three days into the hills")."""
+    for earlier in reversed(before):
+        if len(_WORD.findall(earlier.text.lower())) >= 3:
+            if earlier.subject == "other":
+                return clause
+            return msgspec.structs.replace(clause, subject=earlier.subject, name=earlier.name)
+    return clause
 
 
 def agent(clause: Clause, end: int) -> Subject:
