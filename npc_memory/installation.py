@@ -21,7 +21,7 @@ from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.extraction.rules import RuleBasedExtractor
 from npc_memory.plugin import MemoryPlugin
 from npc_memory.rules.validation import MAX_KEY_CHARS, check_flag, check_positive, check_text
-from npc_memory.state import ErrorPolicy, EventBus, EventQueue, Registry, WorldState
+from npc_memory.state import ErrorPolicy, EventBus, EventQueue, Registry, WorldState, gossip_rng
 from npc_memory.store import MigrationContext, Store, TinyDBStore
 from npc_memory.store.documents import unpack_rng_state
 from npc_memory.store.transfer import is_url
@@ -74,10 +74,12 @@ def install(
     are raised as one :class:`EventHandlerError` (``event_errors="raise"``) or logged
     on ``npc_memory.events`` (``"log"``). ``forward_events`` also dispatches each event
     through ``esper.dispatch_event(type name, event)``. The systems' work per tick stops
-    at the pack's count caps or its time budgets (ms), whichever comes first; how much
-    fits in a millisecond depends on the machine, so ``deterministic=True`` drops the
-    time budgets and keeps the count caps: the same seed then gives the same world on
-    any machine (headless simulations, replays, tests). ``priority`` is the base esper
+    at the pack's count caps or its time budgets (ms), whichever comes first, and a
+    system with work does a unit of it at least every ``STARVE_TICKS`` + 1 ticks, so how
+    many ticks a result takes is bounded the same on any machine (see
+    :func:`npc_memory.state.tick.ticks_bound`). ``deterministic=True`` drops the time
+    budgets and keeps the count caps: the same seed then gives the same world tick for
+    tick on any machine (headless simulations, replays). ``priority`` is the base esper
     priority of the plugin's processors. ``game_id`` names the game being played: every
     memory and fact made from now on carries it, and ``plugin.end_game()`` purges the
     ``session`` and ``anon`` ones of that game.
@@ -123,6 +125,7 @@ def install(
             pack=loaded,
             clock=clock,
             rng=random.Random(seed),
+            gossip_rng=gossip_rng(seed),
             seed=seed,
             registry=Registry(name),
             events=EventQueue(EventBus(), name, forward=forward_events, errors=event_errors),
@@ -139,6 +142,8 @@ def install(
                 snapshots = meta.snapshots
                 if meta.rng_state is not None:
                     unpack_rng_state(state.rng, meta.rng_state, meta.rng_gauss)
+                if meta.gossip_rng_state is not None:
+                    unpack_rng_state(state.gossip_rng, meta.gossip_rng_state, meta.gossip_rng_gauss)
         plugin = MemoryPlugin(state, pipeline, backend, snapshots)
         plugin.attach(dt_source, fixed_step, priority, deterministic=deterministic)
     except BaseException:

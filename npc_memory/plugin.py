@@ -221,7 +221,11 @@ class MemoryPlugin:
     )
     pack = property(lambda self: self._state.pack, doc="The content pack in force.")
     seed = property(lambda self: self._state.seed, doc="The seed of the plugin's random generator.")
-    rng = property(lambda self: self._state.rng, doc="The plugin's seeded random generator.")
+    rng = property(
+        lambda self: self._state.rng,
+        doc="A random generator seeded by ``seed`` for the game: the plugin never draws from it, "
+        "and a save keeps its state.",
+    )
     clock = property(
         lambda self: self._state.clock, doc="Game time; read ``plugin.clock.now`` (game seconds)."
     )

@@ -33,6 +33,19 @@ def tick(world: str, n: int = 1, dt: float = 1.0) -> None:
         esper.switch_world(previous)
 
 
+def settle(world: str, limit: int = 500, dt: float = 1.0) -> int:
+    """Tick ``world`` (``dt`` real seconds a tick) until its plugin's extraction has
+    nothing queued, being read or waiting to be applied, as a game's test does (a result
+    comes within a bound that holds on any machine: docs/installing-and-budgets.md);
+    the ticks it took, at most ``limit``."""
+    pipeline = npc_memory.get_plugin(world).extraction
+    for ticks in range(1, limit + 1):
+        tick(world, dt=dt)
+        if not (pipeline.queue or pipeline.reading or pipeline.ready or pipeline.in_flight):
+            return ticks
+    raise AssertionError(f"extraction in {world!r} still busy after {limit} ticks")
+
+
 def reset_esper() -> None:
     for name in list(_INSTALLED):
         try:

@@ -16,7 +16,7 @@ from npc_memory.extraction.model import ExtractionJob, ExtractionResult
 from npc_memory.services.conversations import RETIRE_PER_TALK
 from npc_memory.store import TinyDBStore
 
-from .conftest import Village, tick
+from .conftest import Village, settle, tick
 
 
 def pack(**budgets: Any) -> npc_memory.Pack:
@@ -197,7 +197,7 @@ def test_working_memory_and_extracted_ids_persist(tmp_path: Path) -> None:
     plugin.add_npc(key="hilda")
     plugin.add_player(key="alice")
     talk(plugin)
-    tick("t")
+    settle("t")
     npc_memory.uninstall("t")
     plugin = npc_memory.install(world="t", store=db)
     plugin.add_npc(key="hilda")

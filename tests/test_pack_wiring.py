@@ -7,7 +7,7 @@ from pathlib import Path
 
 import npc_memory
 
-from .conftest import tick
+from .conftest import settle
 
 SMUGGLING_PACK = """
 [pack]
@@ -45,7 +45,7 @@ def test_a_pack_tag_is_extracted_and_moves_the_relationship(tmp_path: Path) -> N
     plugin.say("ida", "cora", "Cora", "I smuggled three barrels past the watch last night.")
     plugin.say("ida", "cora", "Ida", "Keep your voice down.")
     assert plugin.end_conversation("ida", "cora") is not None
-    tick("w", 3)
+    settle("w")
     memories = plugin.memories("ida", "cora")
     assert any("smuggling" in m.tags for m in memories), memories
     assert plugin.query.trust("ida", "cora") < 0.5  # the pack's tag rule applied

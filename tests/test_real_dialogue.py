@@ -17,6 +17,8 @@ import pytest
 from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, Turn
 from npc_memory.extraction.rules import RuleBasedExtractor
 
+from .conftest import settle
+
 FIXTURES: list[dict[str, Any]] = tomllib.loads(
     (Path(__file__).parent / "fixtures" / "real_dialogue.toml").read_text("utf-8")
 )["conversation"]
@@ -148,8 +150,7 @@ def test_confidences_and_personal_facts_are_remembered_but_never_passed_on() -> 
         plugin.say("hilda", "alice", "Alice", "Keep this between us: I'm leaving the guild. I grew up in Rivermoor.")
         plugin.say("hilda", "alice", "Hilda", "You stole a loaf from my stall this morning, I saw you do it.")
         plugin.end_conversation("hilda", "alice")
-        esper.switch_world("private")
-        esper.process(1.0)
+        settle("private")
         tags = {t for m in plugin.memories("hilda", "alice") for t in m.tags}
         assert {"secret", "personal", "theft"} <= tags
         facts = [f for f in plugin.facts("hilda") if f.subject == "alice"]

@@ -197,13 +197,14 @@ def test_a_stray_file_in_docs_can_be_quarantined(db: Path) -> None:
     assert set(load(db)) == {"hilda", "brandt", "alice"}
 
 
-def test_a_damaged_random_state_is_a_store_error_and_is_mended(db: Path) -> None:
-    edit_meta(db, lambda m: m.update(rng_state="not base64!"))
+@pytest.mark.parametrize("field", ["rng_state", "gossip_rng_state"])
+def test_a_damaged_random_state_is_a_store_error_and_is_mended(db: Path, field: str) -> None:
+    edit_meta(db, lambda m: m.update({field: "not base64!"}))
     (db / "meta.json.prev").unlink()
     error = refused(db)  # a StoreCorruptError, never binascii.Error
-    assert "rng_state is not base64" in error.problem
+    assert f"{field} is not base64" in error.problem
     report = repair_store(db)
-    assert "random generator state was damaged" in report.mended[0][1][0]
+    assert f"random generator state was damaged ({field})" in report.mended[0][1][0]
     plugin = npc_memory.install(world="w", store=db, seed=4)
     assert plugin.clock.now == 7200.0
     npc_memory.uninstall("w")

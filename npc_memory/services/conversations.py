@@ -232,22 +232,20 @@ class ConversationService:
         while applying is not None and not self._apply_next(applying):
             pass
 
-    def work(self, deadline: float, share: TickShare, *, finish_begun: bool = False) -> None:
+    def work(self, deadline: float, share: TickShare) -> None:
         """The extraction work of one tick, a step at a time, stopping at the pack's count
         caps or once ``time.perf_counter()`` passes ``deadline``: apply the results
         ready, a memory per step (the result being applied stays first in line, so it is
         saved as pending until it is complete), then dispatch queued jobs (offline: the
         rules read a line per step). A step that would likely end past ``deadline`` (by
-        what such steps take, ``share.steps``) waits for the next tick, unless
-        ``finish_begun`` (a quiet world) and it is part of a conversation begun (being
-        read, or read this tick and being applied); the tick's first step starts as
-        :meth:`TickShare.starts` says. Work stopped resumes next tick where it stopped."""
+        what such steps take, ``share.steps``) waits for the next tick; the tick's first
+        step starts as :meth:`TickShare.starts` says. Work stopped resumes next tick where
+        it stopped."""
         pipeline, budgets, steps = self.pipeline, self.state.pack.budgets, share.steps
         pipeline.collect()
         applied = dispatched = 0
-        read: ExtractionJob | None = None  # the job read to its end this tick
         clock = time.perf_counter
-        now, begun, first = clock(), False, True
+        now, first = clock(), True
         while True:
             if pipeline.ready and applied < budgets.extraction_apply_per_tick:
                 applying = self.applying
@@ -260,21 +258,15 @@ class ConversationService:
             if first:
                 if not share.starts(kind, now, deadline, first=True):
                     return  # no room for it in this tick: a later one
-            elif not steps.fits(kind, now, deadline) and not (finish_begun and begun):
+            elif not steps.fits(kind, now, deadline):
                 return  # the step would likely end past the deadline: next tick
             first, started = False, now
             if kind.startswith("apply"):
                 applied += self._apply_step()
             else:
-                done = pipeline.advance()
-                if done and pipeline.ready:
-                    read = pipeline.ready[-1].job
-                dispatched += done
+                dispatched += pipeline.advance()
             now = clock()
             steps.took(kind, now - started)
-            begun = pipeline.reading is not None or (
-                read is not None and any(result.job is read for result in pipeline.ready)
-            )
 
     def _apply_step(self) -> int:
         """Apply the next memory of the first ready result (starting it first); returns 1

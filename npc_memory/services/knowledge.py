@@ -538,7 +538,7 @@ class KnowledgeService:
         for _ in range(rules.gossip_candidates_per_exchange):
             if not index.shareable:
                 return False
-            fact_id = index.shareable[int(state.rng.random() * len(index.shareable))]
+            fact_id = index.shareable[int(state.gossip_rng.random() * len(index.shareable))]
             fact = index.by_id.get(fact_id)
             if fact is None or not knowledge_rules.is_shareable(fact, rules, now):
                 index.drop(fact_id)
@@ -547,7 +547,7 @@ class KnowledgeService:
                 listener_key in (hop.teller, hop.listener) for hop in fact.chain
             ):
                 continue
-            if fact.category == "faction_intel" and state.rng.random() > teller.traits.faction_loyalty:
+            if fact.category == "faction_intel" and state.gossip_rng.random() > teller.traits.faction_loyalty:
                 continue
             if self._tell(room, teller, listener, fact):
                 return True

@@ -417,6 +417,7 @@ class PersistenceService:
         """The store-wide metadata now."""
         state = self.state
         rng_state, rng_gauss = pack_rng_state(state.rng)
+        gossip_state, gossip_gauss = pack_rng_state(state.gossip_rng)
         return StoreMeta(
             world=state.world,
             pack=state.pack.pack.name,
@@ -424,6 +425,8 @@ class PersistenceService:
             clock=state.clock.now,
             rng_state=rng_state,
             rng_gauss=rng_gauss,
+            gossip_rng_state=gossip_state,
+            gossip_rng_gauss=gossip_gauss,
             snapshots=snapshots,
             pending_extractions=[j for j in self.pipeline.unsaved() if not self.excluded(j)],
             grounding=dict(self.pipeline.stats.grounding.reasons),

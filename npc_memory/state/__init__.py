@@ -21,6 +21,11 @@ from npc_memory.state.world import world_context
 from npc_memory.store.documents import Document, Part
 
 
+def gossip_rng(seed: int) -> random.Random:
+    """Gossip's random generator for ``seed``: its own stream, not the game's."""
+    return random.Random(f"gossip/{seed}")
+
+
 @dataclass
 class WorldState:
     """Everything the services of one plugin share.
@@ -34,6 +39,9 @@ class WorldState:
     the order first set (``None`` or no entry: not known, compare them all).
     ``deleted``: keys to delete from the store.
     ``game``: the id of the game being played (memories and facts made now carry it).
+    ``rng`` is the game's to draw from (``plugin.rng``); the plugin draws only from
+    ``gossip_rng`` (:func:`gossip_rng`), so how much gossip a tick makes never changes
+    what the game draws.
     """
 
     world: str
@@ -43,6 +51,7 @@ class WorldState:
     seed: int
     registry: Registry
     events: EventQueue
+    gossip_rng: random.Random = field(default_factory=random.Random)
     stored: dict[str, Document] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
     changed: dict[str, int] = field(default_factory=dict)
@@ -99,5 +108,6 @@ __all__ = [
     "TickBudget",
     "TickShare",
     "WorldState",
+    "gossip_rng",
     "world_context",
 ]

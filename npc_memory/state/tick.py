@@ -14,7 +14,10 @@ starts a unit of work only when, by what units of its kind took lately
 before the end of the tick's budget; its first unit of a tick may also start when it
 would end within what is left of the tick's budget, when no tick is likely to have room
 for it, or after ``starve_ticks`` ticks of waiting for room (the systems before it then
-leave it that room; see :meth:`TickShare.starts`). A tick then costs about ``tick_ms``
+leave it that room; see :meth:`TickShare.starts`). So, on any machine, a system with
+work starts a unit at least once every ``starve_ticks + 1`` ticks (:func:`ticks_bound`):
+how much more a tick does depends on the machine, that bound does not. A tick then costs
+about ``tick_ms``
 (at times part of a unit more), whatever each system has queued; systems keep their
 units small (a room surveyed a slice of occupants at a time, a pair at a time) and name
 them by what they cost (a transcript's last step, which turns its lines into memories,
@@ -29,10 +32,6 @@ import time
 
 STARVE_TICKS = 4
 """Ticks a system may be skipped in a row before it does one unit of work anyway."""
-
-QUIET = 0.1
-"""A tick whose systems (but the one asking) worked less than this share of the budget
-leaves the next one quiet (see :attr:`TickShare.quiet`)."""
 
 STEP_WEIGHT = 0.125
 """Weight of the latest step in the running mean of what a kind of step takes."""
@@ -51,6 +50,12 @@ CLOSE_TIMEOUT = 0.002
 that raised never closes; a save called from inside a tick must not deadlock)."""
 
 
+def ticks_bound(units: int, starve_ticks: int = STARVE_TICKS) -> int:
+    """Ticks within which a system does ``units`` units of the work it has queued, on any
+    machine and under any load: it starts one at least every ``starve_ticks + 1`` ticks."""
+    return units * (starve_ticks + 1)
+
+
 class TickBudget:
     """Wall-clock time (``total_ms`` milliseconds; ``math.inf``: none) the plugin's
     systems may spend in one tick, and whether a tick is running."""
@@ -65,15 +70,6 @@ class TickBudget:
         no tick runs)."""
         self.ticks = 0
         """Ticks opened so far."""
-        self.ran_out = False
-        """Whether the running tick's budget ran out (a system found it spent)."""
-        self.opened_cpu = 0.0
-        self.last_cpu: float | None = None
-        """CPU seconds of the game thread in the last tick whose budget did not run out,
-        from ClockSystem to EventSystem (``None``: no such tick yet). CPU time, so that
-        the process being descheduled does not count as work."""
-        self.last_cpu_tick = 0
-        """Which tick that was (see :attr:`ticks`)."""
         self.reserved = 0.0
         """Seconds set aside in the next tick's budget for work after the budgeted
         systems (see :meth:`reserve`)."""
@@ -98,13 +94,9 @@ class TickBudget:
         self.holding, self.held = self.held, 0.0
         self.charged_to = time.perf_counter()
         self.ticks += 1
-        self.ran_out = False
-        self.opened_cpu = time.thread_time()
 
     def close(self) -> None:
         """The tick ended (EventSystem)."""
-        if not self.ran_out:  # every system had its turn: what they did is what they had to do
-            self.last_cpu, self.last_cpu_tick = time.thread_time() - self.opened_cpu, self.ticks
         self.left = math.inf
         self.charged_to = None
         self.idle.set()
@@ -194,10 +186,9 @@ class TickShare:
         self.tick = tick
         self.own_ms = own_ms
         self.steps = StepCosts(own_ms / 1000.0)  # a kind not seen yet: as long as the budget
-        self.skipped = 0
-        """Ticks in a row this system found the tick's budget spent."""
         self.waited = 0
-        """Ticks in a row this system's first unit waited for a tick with room for it."""
+        """Ticks since this system last started a unit of work in which it started none:
+        it found the tick's budget spent, or its first unit waited for a tick with room."""
         self.starving = False
         """Whether this tick's :meth:`deadline` is a starving system's one unit."""
         self.hold: tuple[int, float] = (0, 0.0)
@@ -206,17 +197,6 @@ class TickShare:
         self.room: float | None = None
         """Running mean of the seconds of the tick's budget left at this system's turn
         (``None``: no turn yet): the room a tick usually has for it."""
-        self.quiet = True
-        """Whether the world is quiet as of the last :meth:`deadline`: in the last tick
-        whose budget did not run out (one of the last ``starve_ticks``), the other systems
-        worked less than ``QUIET`` of the budget; or this is the first tick. A system may
-        then finish a piece of work it has begun past its deadline, so that a quiet tick
-        completes it."""
-        self.started_cpu = 0.0
-        self.worked: tuple[int, float] = (0, 0.0)
-        """The last tick this system worked in and its CPU seconds (see :meth:`done`)."""
-        self.worked_calm: tuple[int, float] = (0, 0.0)
-        """The same for the last such tick whose budget did not run out."""
 
     def deadline(self) -> float | None:
         """``time.perf_counter()`` value at which to stop this tick's work, or ``None``:
@@ -233,15 +213,6 @@ class TickShare:
             tick.holding -= held
             self.hold = (0, 0.0)
         left = tick.left - max(0.0, tick.holding)
-        if self.worked[0] == tick.last_cpu_tick:
-            self.worked_calm = self.worked
-        if tick.last_cpu is None or tick.ticks - tick.last_cpu_tick > tick.starve_ticks:
-            self.quiet = tick.ticks <= 1  # the first tick is quiet; one after many that ran out is not
-        else:
-            calm_tick, worked = self.worked_calm
-            own = worked if calm_tick == tick.last_cpu_tick else 0.0
-            self.quiet = tick.last_cpu - own < QUIET * tick.total_ms / 1000.0
-        self.started_cpu = time.thread_time()
         self.starving = False
         self.steps.limit = now + left  # the tick's budget, but what later systems hold
         if not math.isinf(left):
@@ -249,16 +220,13 @@ class TickShare:
             self.room = room if self.room is None else self.room + STEP_WEIGHT * (room - self.room)
         own = self.own_ms / 1000.0
         if left <= 0.0:
-            if tick.left <= 0.0:  # spent, not only held for later systems
-                tick.ran_out = True
-            if self.skipped < tick.starve_ticks:
-                self.skipped += 1
-                if self.skipped == tick.starve_ticks:  # its turn comes next tick: room for it
+            if self.waited < tick.starve_ticks:
+                self.waited += 1
+                if self.waited == tick.starve_ticks:  # its turn comes next tick: room for it
                     self.hold_next(own)
                 return None
-            self.skipped, self.starving = 0, True
+            self.starving = True
             return now  # starving: one unit of work
-        self.skipped = 0
         return now + min(own, left)
 
     def hold_next(self, seconds: float) -> None:
@@ -300,8 +268,3 @@ class TickShare:
         if self.waited == self.tick.starve_ticks:  # it starts next tick: room for it
             self.hold_next(steps.at_most(kind))
         return False
-
-    def done(self) -> None:
-        """This system's work of the tick is over: what it did is not counted against
-        :attr:`quiet` for it (a system that reads :attr:`quiet` says so)."""
-        self.worked = (self.tick.ticks, time.thread_time() - self.started_cpu)

@@ -75,26 +75,35 @@ def meta_problems(meta: StoreMeta) -> list[str]:
         problems.append(f"clock is {meta.clock}, not a finite game time")
     if meta.snapshots < 0:
         problems.append(f"snapshots is {meta.snapshots}, below 0")
-    if meta.rng_state is not None:
-        problem = rng_state_problem(meta.rng_state)
-        if problem is not None:
-            problems.append(problem)
-    if meta.rng_gauss is not None and not math.isfinite(meta.rng_gauss):
-        problems.append(f"rng_gauss is {meta.rng_gauss}, not a finite number")
+    for name, state, gauss in (
+        ("rng", meta.rng_state, meta.rng_gauss),
+        ("gossip_rng", meta.gossip_rng_state, meta.gossip_rng_gauss),
+    ):
+        if state is not None:
+            problem = rng_state_problem(state, f"{name}_state")
+            if problem is not None:
+                problems.append(problem)
+        if gauss is not None and not math.isfinite(gauss):
+            problems.append(f"{name}_gauss is {gauss}, not a finite number")
     return problems
 
 
-def rng_state_problem(state: str) -> str | None:
-    """Why ``state`` is not a saved random generator state, if it is not."""
+RNG_FIELDS = ("rng_state", "gossip_rng_state")
+"""The store metadata's fields that hold a random generator's state."""
+
+
+def rng_state_problem(state: str, field: str = "rng_state") -> str | None:
+    """Why ``state`` (metadata field ``field``) is not a saved random generator state,
+    if it is not."""
     try:
         raw = base64.b64decode(state, validate=True)
     except (binascii.Error, ValueError) as exc:
-        return f"rng_state is not base64 ({exc})"
+        return f"{field} is not base64 ({exc})"
     if len(raw) != RNG_WORDS * 4:
-        return f"rng_state holds {len(raw)} bytes, not the {RNG_WORDS * 4} of a random generator state"
+        return f"{field} holds {len(raw)} bytes, not the {RNG_WORDS * 4} of a random generator state"
     position = int.from_bytes(raw[-4:], "little")
     if position > RNG_WORDS - 1:
-        return f"rng_state position is {position}, beyond the generator's {RNG_WORDS - 1} words"
+        return f"{field} position is {position}, beyond the generator's {RNG_WORDS - 1} words"
     return None
 
 

@@ -96,8 +96,10 @@ Document = NpcDocument | PlayerDocument
 
 class StoreMeta(msgspec.Struct, kw_only=True):
     """Store-wide state: schema version, world, pack, game clock (game seconds), the
-    random generator's state (``rng_state``: base64 of its 625 32-bit words;
-    ``rng_gauss``: its cached gaussian, if any), the number of completed snapshots, and
+    state of the game's random generator (``rng_state``: base64 of its 625 32-bit words;
+    ``rng_gauss``: its cached gaussian, if any) and of gossip's (``gossip_rng_state``,
+    ``gossip_rng_gauss``; ``None`` in a store saved before gossip had its own: it
+    restarts from the seed), the number of completed snapshots, and
     the extraction jobs not yet applied (restored into the queue on load), and what
     grounding did with an LLM's memories over the store's life (``grounding``: counts
     by ``"<outcome>: <reason>"``, see :mod:`npc_memory.extraction.grounding`)."""
@@ -109,6 +111,8 @@ class StoreMeta(msgspec.Struct, kw_only=True):
     clock: float = 0.0
     rng_state: str | None = None
     rng_gauss: float | None = None
+    gossip_rng_state: str | None = None
+    gossip_rng_gauss: float | None = None
     snapshots: int = 0
     pending_extractions: list[ExtractionJob] = msgspec.field(default_factory=list)
     grounding: dict[str, int] = msgspec.field(default_factory=dict)

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from npc_memory.errors import StoreCorruptError
-from npc_memory.store.checks import rng_state_problem
+from npc_memory.store.checks import RNG_FIELDS, rng_state_problem
 
 MAX_MENDS = 100_000
 """Values mended in one file before giving up (each costs one decode)."""
@@ -75,13 +75,15 @@ def _mend_one(data: Any, problem: str, clock: float) -> str | None:
             return None
         meta["clock"] = clock
         return f"the game clock was missing: set to {clock} (the newest document's save time)"
-    if "rng_state" in problem:
+    found = re.search(rf"\b({'|'.join(RNG_FIELDS)})\b", problem)
+    if found is not None:
+        field = found.group(1)
         meta = _only_entry(data.get("meta"))
-        if meta is None or meta.get("rng_state") is None or rng_state_problem(meta["rng_state"]) is None:
+        if meta is None or meta.get(field) is None or rng_state_problem(meta[field], field) is None:
             return None
-        meta["rng_state"] = None
-        meta["rng_gauss"] = None
-        return "the random generator state was damaged: dropped (the generator restarts from the seed)"
+        meta[field] = None
+        meta[field.replace("_state", "_gauss")] = None
+        return f"the random generator state was damaged ({field}): dropped (it restarts from the seed)"
     twice = re.search(r"(memory|fact) ids used twice", problem)
     if twice is not None:
         document = _only_entry(data.get("npcs"))

@@ -14,9 +14,8 @@ class ExtractionSystem(esper.Processor):
     """Each tick: collect finished LLM calls, apply the results ready (a memory per step,
     at most ``extraction_apply_per_tick`` results) and dispatch queued jobs (to the LLM
     worker, or the rules read a line per step; at most ``extraction_dispatch_per_tick``),
-    stopping at its share's deadline (in a quiet world a conversation begun is finished,
-    so that results arrive on the next tick); work stopped resumes next tick where it
-    stopped. Never waits on the network."""
+    stopping at its share's deadline; work stopped resumes next tick where it stopped.
+    Never waits on the network."""
 
     def __init__(self, conversations: ConversationService, share: TickShare) -> None:
         self.conversations = conversations
@@ -27,5 +26,4 @@ class ExtractionSystem(esper.Processor):
         deadline = self.share.deadline()
         if deadline is None:
             return
-        self.conversations.work(deadline, self.share, finish_begun=self.share.quiet)
-        self.share.done()
+        self.conversations.work(deadline, self.share)

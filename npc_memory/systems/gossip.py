@@ -27,7 +27,7 @@ class GossipSystem(esper.Processor):
     def __init__(self, knowledge: KnowledgeService, budget: int, share: TickShare) -> None:
         self.knowledge = knowledge
         self.board = knowledge.board
-        self.rng = knowledge.state.rng
+        self.rng = knowledge.state.gossip_rng
         self.budget = budget
         self.share = share
         self.exchange = knowledge.gossip
