@@ -489,7 +489,7 @@ class FsyncWatch:
 
 
 class Durability:
-    """How far the store lags behind the live world: ``plugin.unsaved_seconds()`` (game
+    """How far the store lags behind the live world: ``plugin.storage.unsaved_seconds()`` (game
     seconds since the oldest change not yet durably written), and the snapshot rounds
     handed to the writer (``SnapshotSystem.persistence.snapshots``)."""
 
@@ -515,7 +515,7 @@ class Durability:
         return late
 
     def stale(self) -> float:
-        return self.plugin.unsaved_seconds()
+        return self.plugin.storage.unsaved_seconds()
 
 
 @dataclass

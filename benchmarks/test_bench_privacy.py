@@ -71,7 +71,7 @@ def test_forget_player_in_a_saved_world(benchmark, saved_world: Backend, tmp_pat
         return (plugin, "player07"), {}
 
     def forget(plugin: npc_memory.MemoryPlugin, key: str) -> None:
-        plugin.forget_player(key)
+        plugin.privacy.forget_player(key)
 
     benchmark.pedantic(forget, setup=setup, rounds=3)
     if "bench-forget" in esper.list_worlds():
@@ -85,7 +85,7 @@ def test_end_game_in_a_live_world(benchmark, cleanup: None) -> None:  # type: ig
         populate(plugin)
         return (plugin,), {}
 
-    benchmark.pedantic(lambda plugin: plugin.end_game(), setup=setup, rounds=3)
+    benchmark.pedantic(lambda plugin: plugin.privacy.end_game(), setup=setup, rounds=3)
 
 
 @pytest.mark.parametrize("retention", [False, True], ids=["no-retention", "retention"])

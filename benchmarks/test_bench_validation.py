@@ -11,7 +11,7 @@ import npc_memory
 
 def test_remember_with_the_most_tags_and_content_allowed(benchmark, full_pair: npc_memory.MemoryPlugin) -> None:  # type: ignore[no-untyped-def]
     plugin = full_pair
-    limits = plugin.limits
+    limits = plugin.pack.limits
     tags = [f"{i:02d}" + "t" * (limits.tag_chars - 2) for i in range(limits.tags_per_memory)]
     counter = itertools.count()
 
@@ -27,7 +27,7 @@ def test_recall_with_the_longest_query_allowed(benchmark, full_pair: npc_memory.
     plugin = full_pair
     words = itertools.cycle(["trade", "sword", "bandits", "family", "gift", "quest", "the", "weapons"])
     query = ""
-    while len(query) < plugin.limits.query_chars - 10:
+    while len(query) < plugin.pack.limits.query_chars - 10:
         query += next(words) + " "
     recalled = benchmark(plugin.recall, "hilda", "alice", query, k=8, strengthen=False)
     assert len(recalled) == 8

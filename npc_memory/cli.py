@@ -472,27 +472,28 @@ class _Resumed(msgspec.Struct):
 
 def _forget(args: argparse.Namespace) -> int:
     if args.resume:
-        return _with_plugin(args, "forget", lambda p: _Resumed(list(p.resumed)))
-    return _with_plugin(args, "forget", lambda p: p.forget_player(args.player, actor=args.actor))
+        return _with_plugin(args, "forget", lambda p: _Resumed(list(p.privacy.resumed)))
+    return _with_plugin(args, "forget", lambda p: p.privacy.forget_player(args.player, actor=args.actor))
 
 
 def _end_game(args: argparse.Namespace) -> int:
-    return _with_plugin(args, "end-game", lambda p: p.end_game(args.game, actor=args.actor))
+    return _with_plugin(args, "end-game", lambda p: p.privacy.end_game(args.game, actor=args.actor))
 
 
 def _consent(args: argparse.Namespace) -> int:
     return _with_plugin(
-        args, "consent", lambda p: p.set_consent(args.player, bool(args.give), actor=args.actor)
+        args, "consent", lambda p: p.privacy.set_consent(args.player, bool(args.give), actor=args.actor)
     )
 
 
 def _clone(args: argparse.Namespace) -> int:
     categories = [c.strip() for c in args.categories.split(",") if c.strip()]
+    source, target, dry_run, actor = args.source, args.target, args.dry_run, args.actor
     return _with_plugin(
         args,
         "clone",
-        lambda p: p.clone(args.source, args.target, categories, dry_run=args.dry_run, actor=args.actor),
-        writes=not args.dry_run,
+        lambda p: p.privacy.clone(source, target, categories, dry_run=dry_run, actor=actor),
+        writes=not dry_run,
     )
 
 

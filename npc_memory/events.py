@@ -76,7 +76,7 @@ class RelationshipStageChanged(RelationshipEvent, frozen=True, kw_only=True):
 class StoreOwnershipLost(Event, frozen=True, kw_only=True):
     """This process lost the lock of its store (the lock file was removed or replaced,
     so another process may own it now): the plugin stopped writing to it and keeps
-    everything in memory. Export the world (``plugin.export(PATH)``) and restart on a
+    everything in memory. Export the world (``plugin.storage.export(PATH)``) and restart on a
     store of its own. ``store`` names the store, ``error`` what was found."""
 
     store: str

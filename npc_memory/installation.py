@@ -20,6 +20,7 @@ from npc_memory.errors import AlreadyInstalledError, InvalidArgumentError, NotIn
 from npc_memory.extraction.pipeline import ExtractionPipeline
 from npc_memory.extraction.rules import RuleBasedExtractor
 from npc_memory.plugin import MemoryPlugin
+from npc_memory.plugin.wiring import Ticks
 from npc_memory.rules.validation import MAX_KEY_CHARS, check_flag, check_positive, check_text
 from npc_memory.state import ErrorPolicy, EventBus, EventQueue, Registry, WorldState, gossip_rng
 from npc_memory.store import MigrationContext, Store, TinyDBStore
@@ -81,7 +82,7 @@ def install(
     budgets and keeps the count caps: the same seed then gives the same world tick for
     tick on any machine (headless simulations, replays). ``priority`` is the base esper
     priority of the plugin's processors. ``game_id`` names the game being played: every
-    memory and fact made from now on carries it, and ``plugin.end_game()`` purges the
+    memory and fact made from now on carries it, and ``plugin.privacy.end_game()`` purges the
     ``session`` and ``anon`` ones of that game.
 
     The world that was current before the call is current again afterwards.
@@ -144,8 +145,8 @@ def install(
                     unpack_rng_state(state.rng, meta.rng_state, meta.rng_gauss)
                 if meta.gossip_rng_state is not None:
                     unpack_rng_state(state.gossip_rng, meta.gossip_rng_state, meta.gossip_rng_gauss)
-        plugin = MemoryPlugin(state, pipeline, backend, snapshots)
-        plugin.attach(dt_source, fixed_step, priority, deterministic=deterministic)
+        ticks = Ticks(dt_source, fixed_step, priority, deterministic)
+        plugin = MemoryPlugin(state, pipeline, backend, snapshots, ticks)
     except BaseException:
         if pipeline is not None:
             pipeline.close()
@@ -205,7 +206,7 @@ def uninstall(world: str | None = None, *, save: bool = True) -> None:
     Components stay on their entities. Raises :class:`NotInstalledError` if no plugin
     is installed there. If the final save fails, raises :class:`StoreError` saying how
     to go on, and the plugin stays installed with everything in memory: call
-    ``uninstall`` again once the store works, ``plugin.export(PATH)`` to write the
+    ``uninstall`` again once the store works, ``plugin.storage.export(PATH)`` to write the
     world elsewhere, or ``uninstall(save=False)`` to give up what is not on disk."""
     check_flag("save", save)
     name = _world_name(world)

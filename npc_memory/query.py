@@ -10,23 +10,53 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from npc_memory.clock import SECONDS_PER_DAY
-from npc_memory.components import DIMENSIONS, OWN_DEEDS, Fact, Memory, MemorySource, Stage
+from npc_memory.components import (
+    DIMENSIONS,
+    OWN_DEEDS,
+    ConversationSummary,
+    EpisodicMemory,
+    Fact,
+    Memory,
+    MemorySource,
+    ProceduralMemory,
+    SemanticMemory,
+    Stage,
+)
 from npc_memory.components.relationship import Dimension, Relationship
 from npc_memory.errors import InvalidArgumentError, UnknownEntityError
 from npc_memory.rules.validation import MAX_KEY_CHARS, check_include, check_tags, check_text, check_unit
-from npc_memory.services import KnowledgeService, RelationshipService, Resolver
+from npc_memory.services import KnowledgeService, MemoryService, RelationshipService, Resolver
 from npc_memory.state import Ref
 
 
 class MemoryQuery:
     """``plugin.query``: answers about one NPC and one player (entities or keys)."""
 
-    __slots__ = ("_knowledge", "_relationships", "_resolve")
+    __slots__ = ("_knowledge", "_memory_service", "_relationships", "_resolve")
 
-    def __init__(self, resolver: Resolver, relationships: RelationshipService, knowledge: KnowledgeService):
+    def __init__(
+        self,
+        resolver: Resolver,
+        relationships: RelationshipService,
+        knowledge: KnowledgeService,
+        memories: MemoryService,
+    ):
         self._resolve = resolver
         self._relationships = relationships
         self._knowledge = knowledge
+        self._memory_service = memories
+
+    def salience(self, memory: Memory) -> float:
+        """Salience of ``memory`` now, in [0, 1]."""
+        if not isinstance(memory, (EpisodicMemory, SemanticMemory, ProceduralMemory)):
+            raise InvalidArgumentError(f"expected a memory record, got {memory!r}")
+        return self._memory_service.salience(memory)
+
+    def working_memory(self, npc: Ref, player: Ref) -> list[ConversationSummary]:
+        """The last conversations (up to three, oldest first) of ``npc`` with ``player``."""
+        handle = self._resolve.npc(npc, stored=True)
+        key = self._resolve.player(player, stored=True).identity.key
+        return list(handle.working.recent.get(key, []))
 
     def standing(self, faction: str, player: Ref) -> float:
         """The standing of ``player`` with ``faction``: the average disposition of the

@@ -45,9 +45,9 @@ def main(key: str, target: str, world: str | None = None) -> None:
     plugin = npc_memory.install(world="forget", pack="village", store=store, seed=1)
     say("go")
     if key == "--end-game":
-        plugin.end_game(actor="child")
+        plugin.privacy.end_game(actor="child")
     else:
-        plugin.forget_player(key, actor="child")
+        plugin.privacy.forget_player(key, actor="child")
     say("done")
     time.sleep(60)
 

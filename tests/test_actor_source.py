@@ -174,7 +174,7 @@ def test_forgetting_a_player_takes_their_deeds_wherever_they_are_filed(plugin: n
     plugin.remember("hilda", "alice", "Somebody broke my window", actor="bram", source="heard")
     plugin.remember("hilda", None, "A thief took the mayor's seal", actor="bram", source="heard")
     plugin.remember("hilda", "alice", "Alice mended my bellows")
-    plugin.forget_player("bram")
+    plugin.privacy.forget_player("bram")
     held = [m.content for m in (*plugin.memories("hilda", "alice"), *plugin.memories("hilda"))]
     assert held == ["Alice mended my bellows"]
 
@@ -186,7 +186,7 @@ def test_withdrawn_consent_leaves_fragments_by_no_one(tmp_path: Path) -> None:
     try:
         plugin.remember("hilda", "alice", "A customer mended my bellows", scope="player")
         plugin.remember("hilda", "alice", "I told a customer about my youth", actor="self", scope="player")
-        plugin.set_consent("alice", False)
+        plugin.privacy.set_consent("alice", False)
         fragments = [m for m in plugin.memories("hilda") if m.scope == "anon"]
         assert sorted((m.content, m.actor) for m in fragments) == [
             ("A customer mended my bellows", None), ("I told a customer about my youth", SELF)
@@ -198,7 +198,7 @@ def test_withdrawn_consent_leaves_fragments_by_no_one(tmp_path: Path) -> None:
 def test_a_clones_self_is_the_npc_it_was_copied_from(plugin: npc_memory.MemoryPlugin) -> None:
     plugin.remember("hilda", None, "I forged the mayor's chain", actor="self", scope="social")
     plugin.remember("hilda", None, "Tom sells iron", actor="tom", scope="social")
-    plugin.clone("hilda", "tom", categories=["social"], dry_run=False)
+    plugin.privacy.clone("hilda", "tom", categories=["social"], dry_run=False)
     copies = {m.content: m for m in plugin.memories("tom")}
     assert copies["I forged the mayor's chain"].actor == "hilda"
     assert copies["Tom sells iron"].actor == "tom"
@@ -213,7 +213,7 @@ def test_the_end_of_a_game_leaves_no_anonymous_participant_as_an_actor_or_teller
     try:
         plugin.remember("hilda", "alice", "Somebody cheered Alice on", actor="anon1", source="witnessed")
         plugin.remember("hilda", "alice", "Alice cheats at dice", source="heard", teller="anon1")
-        plugin.end_game()
+        plugin.privacy.end_game()
         held = plugin.memories("hilda", "alice")
         assert sorted((m.content, m.actor, m.teller) for m in held) == [
             ("Alice cheats at dice", "alice", None), ("Somebody cheered Alice on", None, None)
@@ -226,6 +226,6 @@ def test_the_end_of_a_game_leaves_no_anonymous_participant_as_an_actor_or_teller
 def test_forgetting_a_player_takes_what_they_told_too(plugin: npc_memory.MemoryPlugin) -> None:
     plugin.remember("hilda", None, "The mill burned down", source="heard", teller="bram")
     plugin.remember("hilda", None, "The well ran dry", source="heard", teller="tom")
-    plugin.forget_player("bram")
+    plugin.privacy.forget_player("bram")
     assert [m.content for m in plugin.memories("hilda")] == ["The well ran dry"]
 

@@ -144,7 +144,7 @@ def test_end_conversation_with_a_raising_handler_still_ends_and_queues(village: 
     pending = [j.conversation for j in p.extraction.pending()]
     extracted = {m.source_conversation for m in p.memories("hilda", "alice")}
     assert "hilda/alice/1" in pending or "hilda/alice/1" in extracted, "the conversation was never queued"
-    assert [s.conversation for s in p.working_memory("hilda", "alice")] == ["hilda/alice/1"]
+    assert [s.conversation for s in p.query.working_memory("hilda", "alice")] == ["hilda/alice/1"]
     assert p.end_conversation("hilda", "alice") is None
     assert pending_seen_by_handler and "hilda/alice/1" in pending_seen_by_handler[0], (
         "the handler ran before the conversation was queued"
@@ -282,7 +282,7 @@ def test_an_open_conversation_survives_a_restart(tmp_path: Path) -> None:
     p = npc_memory.install(world="test", store=store)
     p.add_npc(key="hilda")
     p.add_player(key="alice")
-    prompt = p.prompt_messages("hilda", "alice", "Shall we carry the rest too?")
+    prompt = p.llm.prompt_messages("hilda", "alice", "Shall we carry the rest too?")
     contents = [m["content"] for m in prompt.messages]
     assert f"«{HELP_LINE}»" in contents and "Thank you for the help, the ore is heavy." in contents, contents
     assert contents[-1] == "«Shall we carry the rest too?»"  # the player's words reach the model quoted
@@ -455,7 +455,7 @@ def test_raising_handlers_never_lose_or_half_apply_state(
                             result = p.end_conversation(npc, player)
                         except npc_memory.EventHandlerError:
                             # ended and queued although a handler raised: its summary is the newest
-                            recent = p.working_memory(npc, player)
+                            recent = p.query.working_memory(npc, player)
                             if recent:
                                 ended.add(recent[-1].conversation)
                             raise

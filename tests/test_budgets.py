@@ -377,7 +377,7 @@ def test_a_snapshot_round_ends_in_a_tick_with_room_set_aside_for_it(
     plugin = npc_memory.install(world="b", pack=validate_pack(data), store=tmp_path / "w.db")
     plugin.add_npc(key="hilda")
     tick("b", 10)  # the round begins: the writer captures it
-    plugin.flush()
+    plugin.storage.flush()
     budget = plugin._state.tick
     assert budget.reserved == 0.0
     tick("b", 1)  # seen captured: room set aside
@@ -393,9 +393,9 @@ def test_a_snapshot_round_ends_in_a_tick_with_room_set_aside_for_it(
         esper.add_processor(Probe(), priority=95)  # after the clock, before the budgeted systems
     tick("b", 1)
     assert budget.reserved == 0.0 and lefts[0] == pytest.approx(plugin.pack.budgets.tick_ms / 1000 - reserved)
-    plugin.flush()
+    plugin.storage.flush()
     tick("b", 1)
-    assert plugin.unsaved_seconds() == 0.0
+    assert plugin.storage.unsaved_seconds() == 0.0
 
 
 def test_a_systems_usual_room_follows_what_ticks_leave_it_but_not_ticks_without_a_budget() -> None:

@@ -109,7 +109,7 @@ def test_prompt_messages(village: Village) -> None:
     p.remember("hilda", "alice", "Alice bought a sword", tags=["trade"])
     p.say("hilda", "alice", "Hilda", "Back again?")
     p.say("hilda", "alice", "Alice", "I need the sword sharpened.")
-    prompt = p.prompt_messages("hilda", "alice", "How much will it cost?")
+    prompt = p.llm.prompt_messages("hilda", "alice", "How much will it cost?")
     assert prompt.system.startswith("You are Hilda, the village blacksmith. Gruff, proud of her craft")
     assert "You will not discuss: the guild's prices." in prompt.system
     assert "Alice bought a sword" in prompt.system and prompt.context.text in prompt.system
@@ -120,4 +120,4 @@ def test_prompt_messages(village: Village) -> None:
         {"role": "user", "content": "«How much will it cost?»"},
     ]
     with pytest.raises(npc_memory.NpcMemoryError, match="no LLM is configured"):
-        p.reply("hilda", "alice", "Hello")
+        p.llm.reply("hilda", "alice", "Hello")

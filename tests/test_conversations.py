@@ -45,13 +45,13 @@ def test_end_conversation_numbers_summarises_and_queues(village: Village) -> Non
     ended = talk(p)
     assert ended.conversation == "hilda/alice/1" and ended.status == "queued"
     assert ended.summary == 'Talked with Alice (2 lines): "I\'ll help you carry the ore, let me help."'
-    assert [s.conversation for s in p.working_memory("hilda", "alice")] == ["hilda/alice/1"]
+    assert [s.conversation for s in p.query.working_memory("hilda", "alice")] == ["hilda/alice/1"]
     assert p.query.has_met("hilda", "alice") and p.memories("hilda", "alice") == []
     assert p.end_conversation("hilda", "alice") is None  # nothing open: ending again is harmless
     assert talk(p).conversation == "hilda/alice/2" and talk(p, npc="brandt").conversation == "brandt/alice/1"
     for _ in range(3):
         talk(p)
-    assert [s.conversation for s in p.working_memory("hilda", "alice")] == [f"hilda/alice/{i}" for i in (3, 4, 5)]
+    assert [s.conversation for s in p.query.working_memory("hilda", "alice")] == [f"hilda/alice/{i}" for i in (3, 4, 5)]
 
 
 def test_a_count_that_trails_the_ids_in_use_never_numbers_a_conversation_twice(village: Village) -> None:
@@ -108,7 +108,7 @@ def test_a_full_queue_extracts_inline_or_drops_but_always_says_so() -> None:
     statuses = [talk(plugin).status for _ in range(3)]
     assert statuses == ["queued", "queued", "dropped"]
     assert [d.conversation for d in dropped] == ["hilda/alice/3"] and plugin.extraction.stats.dropped == 1
-    assert len(plugin.working_memory("hilda", "alice")) == 3  # the summary is kept
+    assert len(plugin.query.working_memory("hilda", "alice")) == 3  # the summary is kept
 
 
 def test_say_validates_and_bounds_a_conversation(village: Village) -> None:
@@ -202,7 +202,7 @@ def test_working_memory_and_extracted_ids_persist(tmp_path: Path) -> None:
     plugin = npc_memory.install(world="t", store=db)
     plugin.add_npc(key="hilda")
     plugin.add_player(key="alice")
-    assert [s.conversation for s in plugin.working_memory("hilda", "alice")] == ["hilda/alice/1"]
+    assert [s.conversation for s in plugin.query.working_memory("hilda", "alice")] == ["hilda/alice/1"]
     assert plugin.npc("hilda").working.extracted == ["hilda/alice/1"]
     npc_memory.uninstall("t")
 

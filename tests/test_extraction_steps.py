@@ -233,7 +233,7 @@ def test_forgetting_the_player_drops_a_job_stopped_midway(stop: str) -> None:
             break
     else:
         raise AssertionError(f"never stopped {stop}")
-    plugin.forget_player("alice")
+    plugin.privacy.forget_player("alice")
     run_until_idle(plugin)
     assert [e.conversation for e in seen] == ["hilda/bram/1"]
     assert plugin.memories("hilda", "bram") and not any(

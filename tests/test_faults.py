@@ -129,7 +129,7 @@ def run(world: str, ticks: int, plugin: npc_memory.MemoryPlugin) -> None:
     """Tick (never raising), letting the store keep up."""
     for _ in range(ticks):
         tick(world, 1)
-        plugin.flush()
+        plugin.storage.flush()
 
 
 def stored(db: Path) -> dict[str, int]:
@@ -153,7 +153,7 @@ def test_a_full_disk_never_stops_the_game_leaves_no_temporary_files_and_loses_no
         for n in range(60):  # memories while the disk is full, across rounds and checkpoint attempts
             plugin.remember(f"npc{n % 5}", None, f"event {n} " + "x" * 200)
             tick("w", 1)
-            plugin.flush()
+            plugin.storage.flush()
         assert plugin.health().status == "failing" and "No space left on device" in plugin.health().reasons[0]
         assert plugin.metrics()["store"]["write_failures"] >= 3
         assert leftovers(db) == []
@@ -198,13 +198,13 @@ def test_uninstall_on_a_failing_store_keeps_the_world_in_memory_and_it_can_be_ex
         for n in range(10):
             plugin.remember("hilda", "alice", f"Alice came by, visit {n}")
             tick("w", 1)
-            plugin.flush()
+            plugin.storage.flush()
         with pytest.raises(StoreError) as caught:
             npc_memory.uninstall("w")
         message = str(caught.value)
-        assert "stays installed" in message and "plugin.export(PATH)" in message and "uninstall(save=False)" in message
+        assert "stays installed" in message and "plugin.storage.export(PATH)" in message and "uninstall(save=False)" in message
         assert plugin.installed and len(plugin.memories("hilda", "alice")) == 10
-        assert plugin.export(tmp_path / "rescue.json") == 2  # written elsewhere, from memory
+        assert plugin.storage.export(tmp_path / "rescue.json") == 2  # written elsewhere, from memory
         assert import_store(tmp_path / "rescued.db", (tmp_path / "rescue.json").read_bytes()) == 2
         assert stored(tmp_path / "rescued.db") == {"hilda": 10}
         filler.unlink()  # the retry the error suggested

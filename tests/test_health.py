@@ -47,7 +47,7 @@ def run(plugin: npc_memory.MemoryPlugin, ticks: int) -> None:
     """Tick, letting the store keep up (a loop this fast outruns any disk in game time)."""
     for _ in range(ticks):
         tick(plugin.world, 1)
-        plugin.flush()
+        plugin.storage.flush()
 
 
 def busy_world(db: Path) -> npc_memory.MemoryPlugin:
@@ -105,7 +105,7 @@ def test_failing_writes_degrade_then_fail_and_recovery_is_announced(tmp_path: Pa
         while len(failures) < failed:
             plugin.remember("hilda", None, "rain")
             tick("w", 1)
-            plugin.flush()
+            plugin.storage.flush()
 
     play_until(1)
     health = plugin.health()
@@ -137,7 +137,7 @@ def test_health_is_judged_while_the_game_runs(tmp_path: Path) -> None:
     for _ in range(64):  # nobody asks: the snapshot system judges every few ticks
         plugin.remember("hilda", None, "rain")
         tick("w", 1)
-        plugin.flush()
+        plugin.storage.flush()
     store.failing = False
     assert changes[0].previous == "ok" and changes[-1].status == "failing"
     npc_memory.uninstall("w")

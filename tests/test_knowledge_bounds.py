@@ -232,7 +232,7 @@ def test_facts_replaced_after_the_first_eviction_leave_the_next_one_at_the_cap()
         subject = "bram" if i >= 33 else None
         plugin.observe(room="market", subject=subject, content=f"rumour {i}", topic=f"r{i}", importance=0.5)
     assert len(plugin.npc("wren").knowledge.facts) == 33  # evicted once, at 32, down to 30
-    plugin.forget_player("bram")  # its two facts go: the facts are replaced
+    plugin.privacy.forget_player("bram")  # its two facts go: the facts are replaced
     assert len(plugin.npc("wren").knowledge.facts) == 31
     for i in range(35, 44):
         plugin.observe(room="market", content=f"rumour {i}", topic=f"r{i}", importance=0.5)

@@ -76,7 +76,7 @@ def test_an_npc_entity_deleted_in_esper_is_noticed_within_a_tick(
     delete(before.hilda, immediate=immediate)
     tick("test")
     assert "hilda" not in p.npcs(), "the plugin did not notice that Hilda's entity was deleted"
-    assert "hilda" in p.stored_npcs()
+    assert "hilda" in p.storage.stored_npcs()
     hilda = p.add_npc(new_entity(), key="hilda")
     assert p.entity("hilda") == hilda
     assert sorted(m.content for m in p.memories("hilda", "alice")) == before.memories
@@ -92,7 +92,7 @@ def test_a_player_entity_deleted_in_esper_is_noticed_within_a_tick(tmp_path: Pat
     delete(before.alice, immediate=False)
     tick("test")
     assert "alice" not in p.players(), "the plugin did not notice that Alice's entity was deleted"
-    assert "alice" in p.stored_players()
+    assert "alice" in p.storage.stored_players()
     alice = p.add_player(new_entity(), key="alice")
     assert p.entity("alice") == alice and p.player("alice").faction.faction == "adventurers"
     assert sorted(m.content for m in p.memories("hilda", "alice")) == before.memories
@@ -131,7 +131,7 @@ def test_clear_database_is_noticed_and_everyone_comes_back(tmp_path: Path, with_
         esper.switch_world("default")
     tick("test")
     assert p.npcs() == [] and p.players() == [], "the plugin did not notice esper.clear_database()"
-    assert "hilda" in p.stored_npcs() and "alice" in p.stored_players()
+    assert "hilda" in p.storage.stored_npcs() and "alice" in p.storage.stored_players()
     hilda = p.add_npc(new_entity(), key="hilda")  # esper restarts ids at 1: Hilda's old id
     alice = p.add_player(new_entity(), key="alice")
     assert (p.entity("hilda"), p.entity("alice")) == (hilda, alice)
@@ -169,7 +169,7 @@ def test_a_removed_player_can_still_be_asked_about(tmp_path: Path) -> None:
     him and her relationship with him can still be read by his key."""
     p, memory_id, trust = hilda_remembers_a_theft(tmp_path / "store")
     p.remove("bram")
-    assert "bram" in p.stored_players() and "bram" not in p.players()
+    assert "bram" in p.storage.stored_players() and "bram" not in p.players()
     assert_hilda_still_knows_bram(p, memory_id, trust)
 
 
@@ -182,7 +182,7 @@ def test_a_player_not_added_after_a_restart_can_be_asked_about(tmp_path: Path) -
     npc_memory.uninstall("test")
     p = npc_memory.install(world="test", pack="village", store=store, seed=1)
     p.add_npc(key="hilda")
-    assert p.stored_players() == ["bram"]
+    assert p.storage.stored_players() == ["bram"]
     assert_hilda_still_knows_bram(p, memory_id, trust)
 
 
@@ -193,7 +193,7 @@ def test_an_npc_only_in_the_store_can_be_read(tmp_path: Path) -> None:
     p.add_player(key="alice", name="Alice", faction="adventurers", room="forge")
     p.remember("hilda", "alice", "Alice mended the forge bellows", tags=["helpful"], importance=0.8)
     p.remove("hilda")
-    assert p.stored_npcs() == ["hilda"] and p.npcs() == []
+    assert p.storage.stored_npcs() == ["hilda"] and p.npcs() == []
     assert [m.content for m in p.memories("hilda", "alice")] == ["Alice mended the forge bellows"]
 
 
@@ -203,13 +203,13 @@ def test_a_stored_only_player_can_be_forgotten_by_key(tmp_path: Path) -> None:
     store = tmp_path / "store"
     p, _, _ = hilda_remembers_a_theft(store)
     p.remove("bram")
-    assert "bram" in p.stored_players()
+    assert "bram" in p.storage.stored_players()
     p.remove("bram", forget=True)
-    assert "bram" not in p.stored_players()
+    assert "bram" not in p.storage.stored_players()
     p.save()
     npc_memory.uninstall("test")
     p = npc_memory.install(world="test", pack="village", store=store, seed=1)
-    assert "bram" not in p.stored_players() and "hilda" in p.stored_npcs()
+    assert "bram" not in p.storage.stored_players() and "hilda" in p.storage.stored_npcs()
     p.add_npc(key="hilda")
     for call in (lambda: p.memories("hilda", "bram"), lambda: p.memories("hilda", "nobody"),
                  lambda: p.query.trust("hilda", "nobody"), lambda: p.remove("nobody"),

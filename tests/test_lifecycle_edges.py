@@ -21,10 +21,10 @@ def test_after_clear_database_a_new_key_can_take_a_reused_id_at_once() -> None:
     esper.clear_database()
     esper.switch_world("default")
     wren = plugin.add_npc(key="wren")  # esper reuses entity 1: Hilda's old id
-    assert plugin.key(wren) == "wren" and "hilda" in plugin.stored_npcs()
+    assert plugin.key(wren) == "wren" and "hilda" in plugin.storage.stored_npcs()
     assert [m.content for m in plugin.memories("hilda")] == ["The well is dry"]  # kept
     tick("w", 1)
-    assert sorted(plugin.npcs()) == ["wren"] and sorted(plugin.stored_npcs()) == ["hilda", "oswin"]
+    assert sorted(plugin.npcs()) == ["wren"] and sorted(plugin.storage.stored_npcs()) == ["hilda", "oswin"]
 
 
 def test_an_npc_leaving_a_room_that_waits_for_its_rebuild_is_never_drawn() -> None:

@@ -371,7 +371,7 @@ def test_reply_sends_the_prompt_and_returns_a_future(api: FakeMessagesAPI) -> No
     api.push(Reply(body=message(text="Aye, Alice. The sword you bought still holds its edge?")))
     plugin = make_plugin(api)
     plugin.remember("hilda", "alice", "Alice bought a sword", tags=["trade"])
-    future = plugin.reply("hilda", "alice", "Do you remember me?")
+    future = plugin.llm.reply("hilda", "alice", "Do you remember me?")
     outcome = future.result(timeout=10)
     assert outcome.text == "Aye, Alice. The sword you bought still holds its edge?" and outcome.failure is None
     body = api.requests[0]["json"]
@@ -385,6 +385,6 @@ def test_reply_sends_the_prompt_and_returns_a_future(api: FakeMessagesAPI) -> No
 
 def test_reply_refused_by_the_budget_says_why(api: FakeMessagesAPI) -> None:
     plugin = make_plugin(api, pack=llm_pack(npc_daily_tokens=100))
-    outcome = plugin.reply("hilda", "alice", "Hello").result(timeout=1)
+    outcome = plugin.llm.reply("hilda", "alice", "Hello").result(timeout=1)
     assert outcome.text is None and outcome.failure and outcome.failure.startswith("budget: daily tokens for hilda")
     assert api.requests == []

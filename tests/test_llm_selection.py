@@ -24,7 +24,7 @@ def extracted_by(plugin: npc_memory.MemoryPlugin, npc: str) -> MemoriesExtracted
     plugin.say(npc, "alice", plugin.npc(npc).identity.name, "Bandits are attacking the village! Help me!")
     plugin.end_conversation(npc, "alice")
     tick_until(plugin, lambda: bool(seen))
-    plugin.off(subscription)
+    subscription.cancel()
     return seen[0]
 
 
@@ -40,14 +40,14 @@ def test_only_the_packs_archetypes_get_the_model(api: FakeMessagesAPI) -> None:
 
 def test_a_game_chooses_per_npc(api: FakeMessagesAPI) -> None:
     plugin = make_plugin(api, llm_pack(extraction_archetypes=["guard_captain"]))
-    plugin.set_llm_extraction("hilda", True)
+    plugin.llm.set_extraction("hilda", True)
     assert extracted_by(plugin, "hilda").source == "llm"
-    plugin.set_llm_extraction("hilda", False)
+    plugin.llm.set_extraction("hilda", False)
     assert extracted_by(plugin, "hilda").source == "rules"
-    plugin.set_llm_extraction("hilda", None)  # back to the pack's word: not a guard captain
+    plugin.llm.set_extraction("hilda", None)  # back to the pack's word: not a guard captain
     assert extracted_by(plugin, "hilda").reason == "rules: not chosen for the llm"
     with pytest.raises(InvalidArgumentError, match="use must be True, False or None"):
-        plugin.set_llm_extraction("hilda", "yes")  # type: ignore[arg-type]
+        plugin.llm.set_extraction("hilda", "yes")  # type: ignore[arg-type]
 
 
 def test_when_the_budget_runs_low_only_priority_npcs_keep_the_model(api: FakeMessagesAPI) -> None:
@@ -59,7 +59,7 @@ def test_when_the_budget_runs_low_only_priority_npcs_keep_the_model(api: FakeMes
     low = extracted_by(plugin, "hilda")
     assert (low.source, low.reason) == ("rules", "rules: budget low, the llm kept for priority npcs")
     assert extracted_by(plugin, "brandt").source == "llm"  # a priority archetype
-    plugin.set_llm_extraction("edda", None, priority=True)  # the game's priority NPC
+    plugin.llm.set_extraction("edda", None, priority=True)  # the game's priority NPC
     assert extracted_by(plugin, "edda").source == "llm"
 
 

@@ -125,7 +125,7 @@ def test_calls_cut_off_by_uninstall_are_recorded_as_paid_and_never_sent_again(
         plugin, seen = restart(api, tmp_path / "store", pack)
     finally:
         gate.set()
-    jobs = plugin.store.load().meta.pending_extractions if plugin.store is not None else []
+    jobs = plugin.storage.store.load().meta.pending_extractions if plugin.storage.store is not None else []
     assert [job.paid is not None and job.paid.failure == "shut down" for job in jobs] == [True] * 3
     assert all(job.paid is not None and job.paid.usage is not None for job in jobs)
     tick_until(plugin, lambda: len(seen) == 3)
@@ -164,9 +164,9 @@ def test_a_reply_waiting_at_uninstall_resolves_and_later_replies_get_a_clear_err
     api.default = Reply(gate=gate, body=message(text="Hello, Alice."))
     try:
         plugin = start(api, tmp_path / "store", llm_pack())
-        sent = plugin.reply("hilda", "alice", "Hello there")
+        sent = plugin.llm.reply("hilda", "alice", "Hello there")
         wait_for(lambda: len(api.requests) == 1)
-        unsent = plugin.reply("hilda", "alice", "Are you there?")  # submitted just before uninstall
+        unsent = plugin.llm.reply("hilda", "alice", "Are you there?")  # submitted just before uninstall
         with caplog.at_level(logging.ERROR, logger="asyncio"):
             npc_memory.uninstall("llm")
             gc.collect()
@@ -177,7 +177,7 @@ def test_a_reply_waiting_at_uninstall_resolves_and_later_replies_get_a_clear_err
     assert unsent.result().failure == "shut down"
     assert not [r for r in caplog.records if "destroyed but it is pending" in r.getMessage()]
     calls: list[Callable[[], Any]] = [
-        lambda: plugin.reply("hilda", "alice", "Hello?"),
+        lambda: plugin.llm.reply("hilda", "alice", "Hello?"),
         lambda: plugin.say("hilda", "alice", "Alice", "Hello?"),
         lambda: plugin.remember("hilda", "alice", "x"),
     ]

@@ -128,7 +128,7 @@ def test_memories_are_ranked_by_salience_in_game_time(village: Village) -> None:
     fresh_trivial = p.remember("hilda", "alice", "Alice said good morning", importance=0.2)
     locked = p.remember("hilda", "alice", "Alice is the chosen one", importance=0.05, locked=True)
     assert p.memories("hilda", "alice") == [locked, fresh_trivial, old_important]
-    assert p.salience(old_important) == pytest.approx(0.9 * math.exp(-2))
+    assert p.query.salience(old_important) == pytest.approx(0.9 * math.exp(-2))
 
 
 def test_episodic_cap_evicts_lowest_salience_and_keeps_locked(village: Village) -> None:

@@ -181,9 +181,9 @@ def test_forgetting_a_player_takes_their_pending_conversations_from_live_and_sto
     plugin.remove("alice")
     plugin.remove("bob")
     plugin.remove("n0001")  # a stored document: scrubbed in the store
-    plugin.forget_player("bob")
+    plugin.privacy.forget_player("bob")
     tick("pending-forget", 3)
-    plugin.flush()
+    plugin.storage.flush()
     assert [p.player for p in plugin.npc("n0000").working.pending] == ["alice"]
     assert plugin.npc("n0002").working.pending == []
     npc_memory.uninstall("pending-forget")
@@ -212,11 +212,11 @@ def test_a_conversation_naming_a_player_forgotten_before_it_ended_never_waits(tm
     plugin.add_npc(key="n0000", room="square")
     for key in ("alice", "bob", "carol"):
         plugin.add_player(key=key, name=key.title())
-    plugin.forget_player("alice")
+    plugin.privacy.forget_player("alice")
     plugin.say("n0000", "bob", "Bob", "I stole Alice's purse at the market yesterday")
     plugin.end_conversation("n0000", "bob")
     assert plugin.npc("n0000").working.pending == []
-    plugin.forget_player("carol")  # drops with every pattern so far: nothing left behind
+    plugin.privacy.forget_player("carol")  # drops with every pattern so far: nothing left behind
     plugin.remove("n0000")
     tick("named-1", 5)
     npc_memory.uninstall("named-1")
@@ -263,7 +263,7 @@ def test_a_conversation_resumed_after_a_crash_is_dropped_when_its_player_is_forg
     plugin.add_player(key="alice")
     tick("clock-2", 1)  # one result applied, the others read and waiting
     assert plugin.extraction.ready
-    report = plugin.forget_player("alice")
+    report = plugin.privacy.forget_player("alice")
     tick("clock-2", 5)
     plugin.save()
     assert plugin.extraction.pending() == [] and plugin.npc("n0000").working.pending == []
@@ -286,7 +286,7 @@ def test_forgetting_a_player_keeps_the_conversations_whose_jobs_it_keeps(tmp_pat
         plugin.add_player(key=key, name=key.title())
     plugin.say("old-tom", "alice", "Alice", LINE)
     plugin.end_conversation("old-tom", "alice")
-    plugin.forget_player("tom")
+    plugin.privacy.forget_player("tom")
     pending = [p.conversation for p in plugin.npc("old-tom").working.pending]
     assert pending == [job.conversation for job in plugin.extraction.pending()] == ["old-tom/alice/1"]
     npc_memory.uninstall("kept")

@@ -129,7 +129,7 @@ def test_what_was_saved_comes_back_exactly(
         npc_memory.uninstall("w")
 
         restored = npc_memory.install(world="w", store=db, seed=seed + 1)
-        assert sorted(restored.stored_npcs() + restored.stored_players()) == sorted(before)
+        assert sorted(restored.storage.stored_npcs() + restored.storage.stored_players()) == sorted(before)
         build(restored, npcs, players)
         assert components(restored) == before
         assert (restored.clock.now, restored.rng.getstate()) == (clock, rng)
@@ -211,11 +211,11 @@ def test_the_oldest_unsaved_change_is_known(tmp_path: Path, monkeypatch: pytest.
     tick("w", 5)
     assert oldest() == 6.0  # a round is due at 10
     tick("w", 1)
-    plugin.flush()
+    plugin.storage.flush()
     tick("w", 1)  # the round's documents are on disk
     if on_writer:  # the writer captured them: the metadata follows, with the jobs pending after the captures,
         tick("w", 1)  # a tick later (with room set aside for it in that tick's budget)
-        plugin.flush()
+        plugin.storage.flush()
         tick("w", 1)
     assert oldest() == 0.0
     plugin.remember("hilda", None, "wind")
@@ -302,7 +302,7 @@ def test_the_plugin_leaves_the_garbage_collector_as_the_game_set_it(tmp_path: Pa
             again = npc_memory.install(world="gcw", pack=pack, store=tmp_path / "g.db")
         finally:
             gc.callbacks.remove(seen)
-        assert len(again.stored_npcs()) == 40
+        assert len(again.storage.stored_npcs()) == 40
         assert collections and gc.isenabled() and gc.get_freeze_count() == frozen
     finally:
         gc.set_threshold(*thresholds)
@@ -334,23 +334,23 @@ def test_the_writer_captures_each_round_and_the_tick_hands_it_the_keys(
     for i in range(5):
         plugin.add_npc(key=f"npc{i}")
     tick("w", 9)
-    plugin.flush()
+    plugin.storage.flush()
     assert writes == [] and store.metas == []
     tick("w", 1)  # interval reached: the whole round goes to the writer at once
-    plugin.flush()
+    plugin.storage.flush()
     assert [sorted(batch) for batch in writes] == [[f"npc{i}" for i in range(5)]]
     assert store.metas == [] and snapshot.persistence.round_active  # the metadata follows the captures
     tick("w", 1)  # seen captured: room for the metadata is set aside in the next tick's budget
-    plugin.flush()
+    plugin.storage.flush()
     assert store.metas == []
     tick("w", 1)
-    plugin.flush()
+    plugin.storage.flush()
     assert store.metas[-1].clock == 12.0 and store.metas[-1].snapshots == 1
     tick("w", 1)
     assert not snapshot.persistence.round_active and snapshot.persistence.oldest_unsaved(plugin.clock.now) == 0.0
     plugin.remember("npc3", None, "rain")
     tick("w", 10)
-    plugin.flush()
+    plugin.storage.flush()
     assert writes[1:] == [["npc3"]] and store.kinds == ["put"] * 5 + ["patch"]
     npc_memory.uninstall("w")
 
@@ -362,11 +362,11 @@ def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path, 
     for i in range(5):
         plugin.add_npc(key=f"npc{i}")
     tick("w", 9)  # before the interval: nothing written
-    plugin.flush()
+    plugin.storage.flush()
     assert writes == [] and store.metas == []
     for _ in range(3):  # interval reached: a round starts, 2 documents per tick
         tick("w", 1)
-        plugin.flush()
+        plugin.storage.flush()
     assert [len(batch) for batch in writes] == [2, 2, 1]
     assert sorted(k for batch in writes for k in batch) == [f"npc{i}" for i in range(5)]
     assert store.kinds == ["put"] * 5  # first writes are whole documents
@@ -374,7 +374,7 @@ def test_snapshots_run_each_interval_within_the_document_budget(tmp_path: Path, 
     # Only what changed is written in the next round, as a patch.
     plugin.remember("npc3", None, "rain")
     tick("w", 10)
-    plugin.flush()
+    plugin.storage.flush()
     assert writes[3:] == [["npc3"]] and store.kinds[5:] == ["patch"]
     npc_memory.uninstall("w")
     restored = npc_memory.install(world="w", store=tmp_path / "w.db")
@@ -403,7 +403,7 @@ def test_the_tick_never_waits_for_the_disk(tmp_path: Path, monkeypatch: pytest.M
     writer = snapshot.persistence.writer
     assert writer is not None and writer.late == on_writer  # a late round gets the writer more of the GIL
     gate.set()
-    plugin.flush()
+    plugin.storage.flush()
     tick("w", 2)  # (the round ends the tick after its documents are seen captured)
     assert not writer.late
     npc_memory.uninstall("w")  # flushes everything
@@ -419,7 +419,7 @@ def test_failed_writes_are_reported_and_retried(tmp_path: Path) -> None:
     plugin.on(SnapshotFailed, failures.append)
     plugin.add_npc(key="hilda")
     tick("w", 1)
-    plugin.flush()
+    plugin.storage.flush()
     tick("w", 1)  # the failure is noticed on the next tick and hilda is queued again
     assert [f.error for f in failures] == ["disk full"]
     plugin.save()
@@ -448,7 +448,7 @@ def test_save_without_a_store_is_a_no_op() -> None:
     plugin = npc_memory.install(world="w")
     plugin.add_npc(key="hilda")
     plugin.save()
-    assert plugin.store is None
+    assert plugin.storage.store is None
 
 
 def test_remove_keeps_the_document_and_forget_deletes_it(tmp_path: Path) -> None:
@@ -458,7 +458,7 @@ def test_remove_keeps_the_document_and_forget_deletes_it(tmp_path: Path) -> None
     plugin.add_player(key="alice")
     plugin.remember("hilda", "alice", "Alice bought nails")
     plugin.remove("hilda")
-    assert plugin.stored_npcs() == ["hilda"]
+    assert plugin.storage.stored_npcs() == ["hilda"]
     plugin.remove("brandt", forget=True)
     npc_memory.uninstall("w")
     docs = tmp_path / "w.db" / "docs"
@@ -529,7 +529,7 @@ def test_a_round_on_course_to_overrun_is_late_before_half_its_interval(
     tick("w", 1)  # 2 s in (an eighth of the interval), nothing done: it will not end in 12 s
     assert writer.late and writer.round_progress[1] == 0
     gate.set()
-    plugin.flush()  # its documents are written now...
+    plugin.storage.flush()  # its documents are written now...
     tick("w", 1)
     assert plugin._persistence.round_active and writer.late  # ...but it stays late until it ends
     tick("w", 1)
@@ -642,7 +642,7 @@ def test_removed_and_stored_documents_are_written(tmp_path: Path, monkeypatch: p
     plugin.remove("hilda")  # kept as a stored document, written with the next round
     plugin.remove("alice")
     tick("w", 2)
-    plugin.flush()
+    plugin.storage.flush()
     store_path = tmp_path / "w.db"
     npc_memory.uninstall("w")
     store = TinyDBStore(store_path)
@@ -722,17 +722,17 @@ def test_a_round_half_on_disk_counts_only_the_rest_as_unsaved(gated_village: Cal
     is the first change of the third NPC, not the round's oldest."""
     plugin, store, gate = gated_village(2)
     start = change_one_a_tick(plugin)  # npc<i> first changes at start + i
-    assert plugin.unsaved_seconds() == plugin.clock.now - start
+    assert plugin.storage.unsaved_seconds() == plugin.clock.now - start
     tick("w", 16 - 6)  # the round starts
     assert store.reached.wait(10), "the round's second group never reached the disk"
     now = plugin.clock.now
     assert store.writes == [["npc0", "npc1"]]
-    assert plugin.unsaved_seconds() == now - (start + 2)  # npc0 and npc1 are on disk
+    assert plugin.storage.unsaved_seconds() == now - (start + 2)  # npc0 and npc1 are on disk
     gate.set()
-    plugin.flush()
+    plugin.storage.flush()
     tick("w", 2)  # the round's end is handed over and written
-    plugin.flush()
-    assert plugin.unsaved_seconds() <= 2.0
+    plugin.storage.flush()
+    assert plugin.storage.unsaved_seconds() <= 2.0
 
 
 def test_a_queued_extraction_is_saved_with_its_npcs_document(gated_village: Callable[[int], Gated]) -> None:
@@ -748,17 +748,17 @@ def test_a_queued_extraction_is_saved_with_its_npcs_document(gated_village: Call
     for i in range(1, 6):
         plugin.remember(f"npc{i}", None, f"note {i}")
     tick("w", 16 - 1)  # the round starts
-    plugin.flush()  # its documents are on disk (the writer does not wait for ticks)
+    plugin.storage.flush()  # its documents are on disk (the writer does not wait for ticks)
     tick("w", 2)  # its end is seen, then handed over
     assert store.reached.wait(10), "the round's metadata never reached the disk"
     now = plugin.clock.now
     assert {key for w in store.writes for key in w} >= {f"npc{i}" for i in range(6)}  # every document is on disk
-    assert plugin.unsaved_seconds() < now - start  # the job does not wait for the metadata
+    assert plugin.storage.unsaved_seconds() < now - start  # the job does not wait for the metadata
     gate.set()
-    plugin.flush()
+    plugin.storage.flush()
     tick("w", 1)
-    plugin.flush()
-    assert plugin.unsaved_seconds() < now - start
+    plugin.storage.flush()
+    assert plugin.storage.unsaved_seconds() < now - start
 
 
 def test_a_written_round_waiting_for_its_metadata_keeps_its_documents_saved(gated_village: Callable[[int], Gated]) -> None:
@@ -768,14 +768,14 @@ def test_a_written_round_waiting_for_its_metadata_keeps_its_documents_saved(gate
     plugin, store, _gate = gated_village(0)
     start = change_one_a_tick(plugin)
     tick("w", 16 - 6)  # the round starts
-    plugin.flush()  # its documents are on disk
+    plugin.storage.flush()  # its documents are on disk
     tick("w", 2)  # its end is handed over and held
     assert store.reached.wait(10), "the round's metadata never reached the disk"
     later = plugin.clock.now
     plugin.remember("npc0", None, "a later note")  # first change after the round began
     tick("w", 16 - 2)  # the next round starts, behind the held metadata
     now = plugin.clock.now
-    assert plugin.unsaved_seconds() == now - later
+    assert plugin.storage.unsaved_seconds() == now - later
     assert now - later < now - start - 16
 
 
@@ -788,7 +788,7 @@ def test_keys_dirty_again_after_a_failed_write_make_the_next_round_count_whole(g
     start = change_one_a_tick(plugin)
     store.fail = 10_000  # the disk is full
     tick("w", 16 - 6)  # the round starts and its writes fail
-    plugin.flush()
+    plugin.storage.flush()
     store.fail = 0
     tick("w", 1)  # the failures are taken in: the keys are dirty again
     assert plugin._persistence.failures > 0
@@ -799,4 +799,4 @@ def test_keys_dirty_again_after_a_failed_write_make_the_next_round_count_whole(g
     tick("w", 16)  # the next round starts; its second group is held at the disk
     assert store.reached.wait(10), "the round's second group never reached the disk"
     assert len(store.writes) == 1  # its first group is on disk
-    assert plugin.unsaved_seconds() >= plugin.clock.now - start - 1
+    assert plugin.storage.unsaved_seconds() >= plugin.clock.now - start - 1

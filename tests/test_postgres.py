@@ -75,7 +75,7 @@ def test_plugin_round_trips_a_world_through_postgres(url: str, world: str) -> No
         npc_memory.uninstall(world)
     plugin = npc_memory.install(world=world, store=url, seed=7)
     try:
-        assert plugin.stored_npcs() == ["hilda"] and plugin.stored_players() == ["alice"]
+        assert plugin.storage.stored_npcs() == ["hilda"] and plugin.storage.stored_players() == ["alice"]
         plugin.add_npc(key="hilda")
         plugin.add_player(key="alice")
         assert [m.content for m in plugin.memories("hilda", "alice")] == ["alice paid for the sword in gold"]
@@ -429,7 +429,7 @@ def test_the_audit_salt_is_kept_per_world_across_reinstalls(url: str, world: str
         plugin = npc_memory.install(world=name, store=url)
         try:
             plugin.add_player(key="alice", name="Alice")
-            pseudonyms.append(plugin.set_consent("alice", True).player)
+            pseudonyms.append(plugin.privacy.set_consent("alice", True).player)
         finally:
             npc_memory.uninstall(name)
     assert pseudonyms[0] == pseudonyms[1] and pseudonyms[2] != pseudonyms[0]
@@ -512,7 +512,7 @@ def test_a_game_ended_while_another_server_runs_ends_there_as_on_one_server(
     alone = backend.copy(tmp_path / "alone")  # the same world, its game ended on one server
     single = npc_memory.install(world="alone", pack=pack, store=alone.store(), seed=2)
     single.add_npc(key="npc0")
-    assert single.end_game().waiting == []
+    assert single.privacy.end_game().waiting == []
     npc_memory.uninstall("alone")
     expected = about_player(alone)
     ended = [i for items in expected["npcs"].values() for i in items if i[1] in ("session", "anon")]
@@ -528,7 +528,7 @@ def test_a_game_ended_while_another_server_runs_ends_there_as_on_one_server(
         there.add_player(key="tom")  # the other server has a player without consent in play
         here.add_npc(key="npc0")
         session = there._persistence.shared.session  # type: ignore[union-attr]
-        report = here.end_game(actor="operator")
+        report = here.privacy.end_game(actor="operator")
         assert report.waiting == [session] and report.counts["memories"] > 0
         before = about_player(backend)["npcs"]
         assert [k for k, items in before.items() if any(i[1] == "session" for i in items)] == ["npc1", "npc2"]
@@ -564,7 +564,7 @@ def test_consent_withdrawn_while_another_server_runs_is_rewritten_there_as_on_on
     alone = backend.copy(tmp_path / "alone")  # the same world, withdrawn on one server
     single = npc_memory.install(world="alone", pack=pack, store=alone.store(), seed=2)
     single.add_npc(key="npc0")
-    single.set_consent(KEY, False)
+    single.privacy.set_consent(KEY, False)
     npc_memory.uninstall("alone")
     expected = about_player(alone)
     assert unconsented(expected) == [] and expected["players"][KEY] is False
@@ -577,7 +577,7 @@ def test_consent_withdrawn_while_another_server_runs_is_rewritten_there_as_on_on
         there.add_player(key=KEY)  # the other server owns the player too
         here.add_npc(key="npc0")
         session = there._persistence.shared.session  # type: ignore[union-attr]
-        report = here.set_consent(KEY, False, actor="alice-herself")
+        report = here.privacy.set_consent(KEY, False, actor="alice-herself")
         assert report.waiting == [session] and report.counts["memories"] > 0
         assert unconsented(about_player(backend)) == ["npc1", "npc2"]  # until the other server polls
         assert there.player(KEY).profile.consent
@@ -642,7 +642,7 @@ def test_a_forgetting_another_server_began_is_applied_a_budgeted_slice_per_tick(
         for key in npcs:
             there.add_npc(key=key)
         session = there._persistence.shared.session  # type: ignore[union-attr]
-        assert here.forget_player(KEY).waiting == [session]
+        assert here.privacy.forget_player(KEY).waiting == [session]
         there.save()  # it polls the record
         ticks, cleaned = 0, [0]
         while ticks == 0 or there._privacy._work is not None:

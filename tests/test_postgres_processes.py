@@ -193,9 +193,9 @@ def test_a_player_forgotten_on_one_server_is_forgotten_by_another_one_running(vi
         here = npc_memory.install(world="here", store=village.store(), seed=2)
         here.add_npc(key="npc0")
         assert mentions(here, "npc0")
-        report = here.forget_player(KEY)
+        report = here.privacy.forget_player(KEY)
         assert report.waiting == [session] and not report.resumed
-        assert mentions(here, "npc0") == [] and KEY not in here.stored_players()
+        assert mentions(here, "npc0") == [] and KEY not in here.storage.stored_players()
         held = village.traces(KEY, NAME)  # the other server's NPCs still know the player, until it polls
         assert {"npc_memory_documents/npc1", "npc_memory_documents/npc2", f"npc_memory_privacy/{village.world}"} <= set(held)
         command(there, f"check {KEY} {NAME}", "holds")
@@ -203,7 +203,7 @@ def test_a_player_forgotten_on_one_server_is_forgotten_by_another_one_running(vi
         here.save()  # (whichever of the two is to finish has polled since)
         assert village.traces(KEY, NAME) == []  # no row, memory, fact, gossip copy or audit entry
         command(there, f"check {KEY} {NAME}", "clean")
-        assert here.stored_players() == ["bobkey"] and mentions(here, "npc0") == []
+        assert here.storage.stored_players() == ["bobkey"] and mentions(here, "npc0") == []
         forgets = [e for e in village.audit() if e.action == "forget"]
         assert len(forgets) == 1 and forgets[0].target == report.player
         command(there, "exit")
@@ -214,7 +214,7 @@ def test_a_server_killed_before_its_part_leaves_the_rest_to_the_others(village: 
     with running("holder", village.url or "", village.world, "npc1,npc2") as there:
         session = int(expect(there, "ok"))
         here = npc_memory.install(world="here", store=village.store(), seed=2)
-        assert here.forget_player(KEY).waiting == [session]
+        assert here.privacy.forget_player(KEY).waiting == [session]
         there.send_signal(signal.SIGKILL)
         there.wait(timeout=30)
     assert "npc_memory_documents/npc1" in village.traces(KEY, NAME)  # its last rows still know the player
@@ -229,7 +229,7 @@ def test_a_server_killed_before_its_part_leaves_the_rest_to_the_others(village: 
     npc_memory.uninstall("here")
     again = npc_memory.install(world="late", store=village.store(), seed=2)
     again.add_npc(key="npc1")
-    assert mentions(again, "npc1") == [] and again.resumed == []
+    assert mentions(again, "npc1") == [] and again.privacy.resumed == []
 
 
 def test_a_server_starting_with_a_forgetting_pending_does_its_part_before_serving(village: Backend) -> None:
@@ -239,7 +239,7 @@ def test_a_server_starting_with_a_forgetting_pending_does_its_part_before_servin
         store.set_pending_forgets([PendingForget(key=KEY, name=NAME)])  # begun by a server since gone
         store.close()
         late = npc_memory.install(world="late", store=village.store(), seed=2)
-        assert [r.waiting for r in late.resumed] == [[session]] and late.resumed[0].resumed
+        assert [r.waiting for r in late.privacy.resumed] == [[session]] and late.privacy.resumed[0].resumed
         late.add_npc(key="npc0")  # a document no live server owned: cleaned before it is served
         assert mentions(late, "npc0") == []
         command(there, "step")
@@ -255,7 +255,7 @@ def test_an_npc_given_up_unchanged_meanwhile_is_cleaned_when_a_server_that_did_i
     with running("holder", village.url or "", village.world, "npc1,npc2") as there:
         session = int(expect(there, "ok"))
         here = npc_memory.install(world="here", store=village.store(), seed=2)
-        assert here.forget_player(KEY).waiting == [session]
+        assert here.privacy.forget_player(KEY).waiting == [session]
         command(there, "remove npc1")  # given up before the other server polled: the row still knows the player
         here.add_npc(key="npc1")
         assert mentions(here, "npc1") == []
@@ -271,7 +271,7 @@ def test_consent_withdrawn_while_a_server_was_killed_before_its_part_is_rewritte
     with running("holder", village.url or "", village.world, "npc1,npc2") as there:
         session = int(expect(there, "ok"))
         here = npc_memory.install(world="here", store=village.store(), seed=2)
-        assert here.set_consent(KEY, False).waiting == [session]
+        assert here.privacy.set_consent(KEY, False).waiting == [session]
         there.send_signal(signal.SIGKILL)
         there.wait(timeout=30)
     assert unconsented(about_player(village)) == ["npc1", "npc2"]  # its last rows as it wrote them
@@ -291,7 +291,7 @@ def test_a_server_starting_with_a_withdrawal_pending_does_its_part_before_servin
         store.set_pending_forgets([PendingForget(op="withdraw", key=KEY, name=NAME, game="default")])
         store.close()  # (begun by a server since gone)
         late = npc_memory.install(world="late", store=village.store(), seed=2)
-        assert [(type(r).__name__, r.waiting) for r in late.resumed] == [("ConsentReport", [session])]
+        assert [(type(r).__name__, r.waiting) for r in late.privacy.resumed] == [("ConsentReport", [session])]
         assert not late.player(KEY).profile.consent  # (from the row, rewritten before serving)
         late.add_npc(key="npc0")
         assert unconsented(about_player(village)) == ["npc1"]  # the running server's NPC, until it polls
@@ -337,7 +337,7 @@ def test_a_game_ended_while_a_server_was_killed_before_its_part_ends_in_its_rows
     with running("holder", game.url or "", game.world, "npc1,npc2") as there:
         session = int(expect(there, "ok"))
         here = npc_memory.install(world="here", store=game.store(), seed=2)
-        assert here.end_game().waiting == [session]
+        assert here.privacy.end_game().waiting == [session]
         there.send_signal(signal.SIGKILL)
         there.wait(timeout=30)
     assert still_in_game(game) == ["npc1", "npc2", "anon-1"]  # its last rows as it wrote them
@@ -358,7 +358,7 @@ def test_a_server_starting_with_a_game_end_pending_does_its_part_before_serving(
         )
         store.close()
         late = npc_memory.install(world="late", store=game.store(), seed=2)
-        assert [(type(r).__name__, r.waiting) for r in late.resumed] == [("EndGameReport", [session])]
+        assert [(type(r).__name__, r.waiting) for r in late.privacy.resumed] == [("EndGameReport", [session])]
         late.add_npc(key="npc0")
         assert [m.scope for m in late.memories("npc0")] == []  # (every memory of npc0 was of the game)
         assert still_in_game(game) == ["npc1", "anon-1"]  # the running server's NPC, until it polls
@@ -372,7 +372,7 @@ def test_an_npc_given_up_before_its_servers_part_is_ended_when_another_adds_it(g
     with running("holder", game.url or "", game.world, "npc1,npc2") as there:
         session = int(expect(there, "ok"))
         here = npc_memory.install(world="here", store=game.store(), seed=2)
-        assert here.end_game().waiting == [session]
+        assert here.privacy.end_game().waiting == [session]
         command(there, "remove npc1")  # given up before the other server polled: the row still holds the game
         assert still_in_game(game) == ["npc1", "npc2", "anon-1"]
         here.add_npc(key="npc1")

@@ -67,11 +67,11 @@ def test_forget_player_leaves_no_trace_in_any_store_file_or_export(backend: Back
     generations(plugin)
     stray_copy(backend)
     assert len(backend.traces(KEY, NAME)) > 5
-    report = plugin.forget_player(KEY, actor="privacy-desk")
+    report = plugin.privacy.forget_player(KEY, actor="privacy-desk")
     assert report.counts["player"] == 1 and report.counts["memories"] >= 12 and report.counts["facts"] >= 6
     assert report.counts["relationships"] == 6 and report.counts["files_scrubbed"] >= 1
     assert backend.traces(KEY, NAME) == []
-    assert KEY not in plugin.players() and KEY not in plugin.stored_players()
+    assert KEY not in plugin.players() and KEY not in plugin.storage.stored_players()
     for npc in plugin.npcs():
         assert KEY not in plugin.npc(npc).bank.players and KEY not in plugin.npc(npc).relationships.by_player
         assert all(NAME not in m.content for m in plugin.memories(npc, OTHER) + plugin.memories(npc))
@@ -96,9 +96,9 @@ def test_forget_player_is_idempotent_and_works_for_a_player_only_in_the_store(ba
     plugin.remove(KEY)  # out of the live world, kept in the store
     npc_memory.uninstall("w")
     plugin = npc_memory.install(world="w", store=backend.store(), seed=3)  # the NPCs are only stored too
-    assert KEY in plugin.stored_players()
-    first = plugin.forget_player(KEY)
-    again = plugin.forget_player(KEY)
+    assert KEY in plugin.storage.stored_players()
+    first = plugin.privacy.forget_player(KEY)
+    again = plugin.privacy.forget_player(KEY)
     assert first.player == again.player and first.counts["memories"] > 0
     assert again.counts.get("memories", 0) == 0 and again.counts.get("player", 0) == 0
     npc_memory.uninstall("w")
@@ -112,7 +112,7 @@ def test_forgetting_drops_queued_jobs_and_results_that_arrive_later(backend: Bac
     plugin.say("npc1", OTHER, "Bob", f"{NAME} told me a secret about the mill.")
     plugin.end_conversation("npc1", OTHER)  # a job about someone else that mentions the player
     assert plugin.extraction.pending()
-    plugin.forget_player(KEY)
+    plugin.privacy.forget_player(KEY)
     assert plugin.extraction.queue == type(plugin.extraction.queue)()  # every waiting job mentioned them
     run("w", 5)
     for npc in plugin.npcs():
@@ -125,7 +125,7 @@ def test_after_forgetting_no_gossip_recall_or_context_carries_the_player() -> No
     plugin = npc_memory.install(world="w", seed=5)
     build(plugin, npcs=5)
     heard: list[FactLearned] = []
-    plugin.forget_player(KEY)
+    plugin.privacy.forget_player(KEY)
     plugin.on(FactLearned, heard.append)
     run("w", 200)
     assert heard, "gossip went on"
@@ -142,9 +142,9 @@ def test_forget_player_refuses_an_npc_key(db: Path) -> None:
     plugin = npc_memory.install(world="w", store=db, seed=3)
     build(plugin, npcs=2)
     with pytest.raises(InvalidArgumentError, match="is an NPC, not a player"):
-        plugin.forget_player("npc0")
+        plugin.privacy.forget_player("npc0")
     with pytest.raises(InvalidArgumentError, match="actor must not be empty"):
-        plugin.forget_player(KEY, actor=" ")
+        plugin.privacy.forget_player(KEY, actor=" ")
     assert KEY in plugin.players()
 
 
@@ -174,7 +174,7 @@ def test_end_game_purges_session_and_anon_items_and_keeps_consented_ones(backend
     plugin.say(hilda, "walker", "Walker", "Hello there")
     assert (kept.scope, session.scope, anon.scope) == ("player", "session", "anon")
     assert kept.game == session.game == "game-1"
-    report = plugin.end_game(actor="game-server")
+    report = plugin.privacy.end_game(actor="game-server")
     assert report.game == "game-1"
     # Walker's two session memories (what he asked, and the coin Hilda saw him drop), the stranger's
     assert report.counts["memories"] == 4 and report.counts["facts"] == 1 and report.counts["relationships"] == 1
@@ -183,10 +183,10 @@ def test_end_game_purges_session_and_anon_items_and_keeps_consented_ones(backend
     plugin.add_npc(key="hilda", archetype="blacksmith")
     assert [m.content for m in plugin.memories("hilda", "alice")] == ["Alice likes coffee"]
     assert plugin.memories("hilda", "walker") == [] and plugin.memories("hilda", "anon-7") == []
-    assert plugin.memories("hilda") == [] and plugin.working_memory("hilda", "walker") == []
+    assert plugin.memories("hilda") == [] and plugin.query.working_memory("hilda", "walker") == []
     assert all(f.subject != "walker" for f in plugin.facts("hilda", include_disbelieved=True))
     assert "anon-7" not in plugin.npc("hilda").relationships.by_player
-    [entry] = [e for e in plugin.store.audit() if e.action == "end-game"]
+    [entry] = [e for e in plugin.storage.store.audit() if e.action == "end-game"]
     assert (entry.target, entry.actor, entry.counts["memories"]) == ("game-1", "game-server", 4)
 
 
@@ -198,7 +198,7 @@ def test_end_game_of_another_game_leaves_the_current_one_alone(backend: Backend)
     plugin = npc_memory.install(world="w", store=backend.store(), seed=3, game_id="new")
     plugin.add_npc(key="hilda", archetype="blacksmith")
     plugin.remember("hilda", None, "Made in the new game")
-    plugin.end_game("old")
+    plugin.privacy.end_game("old")
     assert [m.content for m in plugin.memories("hilda")] == ["Made in the new game"]
 
 
@@ -211,7 +211,7 @@ def test_end_game_compaction_names_no_player_and_is_bounded() -> None:
             plugin.remember(hilda, f"anon{i}", f"Guest{i} talked about {tag}", tags=[tag])
     plugin.add_player(key="walker", name="Walker")
     plugin.remember(hilda, "walker", "Walker traded fish", tags=["trade"])
-    report = plugin.end_game()
+    report = plugin.privacy.end_game()
     world = plugin.memories(hilda)
     assert report.counts["compacted"] == 2 and len(world) == 2
     assert all(m.scope == "social" and "Guest" not in m.content and "Walker" not in m.content for m in world)
@@ -227,7 +227,7 @@ def test_withdrawn_consent_leaves_only_anonymous_fragments_of_this_game(backend:
     plugin.add_player(key="alice", name="Alice", consent=True, room="forge")
     plugin.remember(hilda, "alice", "Alice loves blue books", tags=["gift"])
     plugin.learn_fact(hilda, "Alice is a scholar", subject="alice", tags=["trait"])
-    report = plugin.set_consent("alice", False, actor="alice-herself")
+    report = plugin.privacy.set_consent("alice", False, actor="alice-herself")
     assert report.counts == {"memories": 1, "facts": 1} and not plugin.player("alice").profile.consent
     assert plugin.memories(hilda, "alice") == []
     [fragment] = plugin.memories(hilda)
@@ -236,12 +236,12 @@ def test_withdrawn_consent_leaves_only_anonymous_fragments_of_this_game(backend:
     assert (fact.subject, fact.scope, fact.content) == (None, "anon", "someone is a scholar")
     with pytest.raises(PrivacyError, match="has not consented"):
         plugin.remember(hilda, "alice", "Alice is back", scope="player")
-    plugin.end_game()
+    plugin.privacy.end_game()
     assert plugin.memories(hilda) == [] and not [f for f in plugin.facts(hilda) if "scholar" in f.content]
-    plugin.set_consent("alice", True)
+    plugin.privacy.set_consent("alice", True)
     assert plugin.remember(hilda, "alice", "Alice returned").scope == "player"
     plugin.save()
-    entries = [e for e in plugin.store.audit() if e.action == "consent"]
+    entries = [e for e in plugin.storage.store.audit() if e.action == "consent"]
     assert [e.details["consent"] for e in entries] == [False, True] and entries[0].actor == "alice-herself"
     assert all("alice" not in e.target for e in entries)
 
@@ -251,7 +251,7 @@ def test_withdrawn_consent_purges_by_pack_rule() -> None:
     hilda = plugin.add_npc(key="hilda", archetype="blacksmith")
     plugin.add_player(key="alice", name="Alice", consent=True)
     plugin.remember(hilda, "alice", "Alice loves blue books")
-    plugin.set_consent("alice", False)
+    plugin.privacy.set_consent("alice", False)
     assert plugin.memories(hilda, "alice") == [] and plugin.memories(hilda) == []
 
 
@@ -260,11 +260,11 @@ def test_consent_checks() -> None:
     plugin.add_npc(key="hilda", archetype="blacksmith")
     plugin.add_player(key="anon", name="Someone", anonymous=True)
     with pytest.raises(PrivacyError, match="anonymous and cannot consent"):
-        plugin.set_consent("anon", True)
+        plugin.privacy.set_consent("anon", True)
     with pytest.raises(InvalidArgumentError, match="consent must be True or False"):
-        plugin.set_consent("anon", "yes")  # type: ignore[arg-type]
+        plugin.privacy.set_consent("anon", "yes")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="no player 'ghost'"):
-        plugin.set_consent("ghost", False)
+        plugin.privacy.set_consent("ghost", False)
 
 
 # ---------------------------------------------------------------------- clone
@@ -289,7 +289,7 @@ def clone_world(store: Path | Store | None = None) -> npc_memory.MemoryPlugin:
 
 def test_clone_dry_run_is_exactly_what_the_real_run_copies(backend: Backend) -> None:
     plugin = clone_world(backend.store())
-    plan = plugin.clone("hilda", "gerda", ["profile", "social", "knowledge"], dry_run=True, actor="designer")
+    plan = plugin.privacy.clone("hilda", "gerda", ["profile", "social", "knowledge"], dry_run=True, actor="designer")
     assert {c: [i.content for i in items] for c, items in plan.items.items()} == {
         "profile": ["I love reading", "My hat is black"],
         "social": ["I met the miller"],
@@ -299,7 +299,7 @@ def test_clone_dry_run_is_exactly_what_the_real_run_copies(backend: Backend) -> 
     assert {"sensitive", "scope session", "scope player"} <= reasons
     assert any(r.startswith("player-specific (p-") for r in reasons)
     assert plugin.memories("gerda") == [] and plan.copied == {}
-    done = plugin.clone("hilda", "gerda", ["profile", "social", "knowledge"], dry_run=False, actor="designer")
+    done = plugin.privacy.clone("hilda", "gerda", ["profile", "social", "knowledge"], dry_run=False, actor="designer")
     assert done.items == plan.items and done.skipped == plan.skipped
     copies = {m.id: m for m in plugin.memories("gerda")}
     facts = {f.id: f for f in plugin.facts("gerda")}
@@ -311,21 +311,21 @@ def test_clone_dry_run_is_exactly_what_the_real_run_copies(backend: Backend) -> 
     assert sorted(m.content for m in copies.values()) == ["I love reading", "I met the miller", "My hat is black"]
     assert plugin.memories("gerda", "alice") == []
     plugin.save()
-    actions = [(e.action, e.target, e.actor) for e in plugin.store.audit()]
+    actions = [(e.action, e.target, e.actor) for e in plugin.storage.store.audit()]
     assert actions == [("clone-dry-run", "hilda->gerda", "designer"), ("clone", "hilda->gerda", "designer")]
-    again = plugin.clone("hilda", "gerda", ["profile"], dry_run=True)
+    again = plugin.privacy.clone("hilda", "gerda", ["profile"], dry_run=True)
     assert again.items == {"profile": []} and {s.reason for s in again.skipped} >= {"already held by the target"}
 
 
 def test_clone_skips_items_naming_a_player_without_consent() -> None:
     plugin = clone_world()
     plugin.remember("hilda", None, "Alice and I go fishing", scope="social")
-    plan = plugin.clone("hilda", "gerda", ["social"])
+    plan = plugin.privacy.clone("hilda", "gerda", ["social"])
     assert "Alice and I go fishing" in [i.content for i in plan.items["social"]]  # Alice consented
     with pytest.raises(PrivacyError, match="may not name a player who has not consented"):
         plugin.remember("hilda", None, "Walker and I go fishing", scope="social")
-    plugin.set_consent("alice", False)
-    plan = plugin.clone("hilda", "gerda", ["social"])
+    plugin.privacy.set_consent("alice", False)
+    plan = plugin.privacy.clone("hilda", "gerda", ["social"])
     assert "Alice and I go fishing" not in [i.content for i in plan.items["social"]]
 
 
@@ -342,7 +342,7 @@ def test_clone_skips_items_naming_a_player_without_consent() -> None:
 def test_clone_argument_errors(args: tuple[object, ...], message: str) -> None:
     plugin = clone_world()
     with pytest.raises(npc_memory.NpcMemoryError, match=message):
-        plugin.clone(*args)  # type: ignore[arg-type]
+        plugin.privacy.clone(*args)  # type: ignore[arg-type]
     assert plugin.memories("gerda") == []
 
 
@@ -378,7 +378,7 @@ def test_pack_privacy_rules_are_validated() -> None:
 def test_audit_log_reports_and_skips_a_damaged_line_and_repair_mends_it(db: Path) -> None:
     plugin = clone_world(db)
     for _ in range(3):
-        plugin.clone("hilda", "gerda", ["profile"])
+        plugin.privacy.clone("hilda", "gerda", ["profile"])
     npc_memory.uninstall("w")
     [day] = list((db / "audit").glob("*.jsonl"))
     lines = day.read_bytes().split(b"\n")
@@ -403,12 +403,12 @@ def test_audit_log_reports_and_skips_a_damaged_line_and_repair_mends_it(db: Path
 
 def test_audit_entries_and_pseudonyms_are_stable_per_store(db: Path) -> None:
     plugin = clone_world(db)
-    first = plugin.set_consent("alice", False).player
-    second = plugin.set_consent("alice", True).player
+    first = plugin.privacy.set_consent("alice", False).player
+    second = plugin.privacy.set_consent("alice", True).player
     assert first == second and first.startswith("p-") and "alice" not in first
     other = npc_memory.install(world="other", store=db.with_name("other.db"), seed=3)
     other.add_player(key="alice", name="Alice")
-    assert other.set_consent("alice", True).player != first  # another store, another salt
+    assert other.privacy.set_consent("alice", True).player != first  # another store, another salt
     lines = b"".join(store_bytes(db)[name] for name in store_bytes(db) if name.startswith("audit/2"))
     assert b"alice" not in lines.lower()
     entry = msgspec.json.decode(lines.split(b"\n")[0].split(b" ", 1)[1])
@@ -435,7 +435,7 @@ def test_an_llm_result_still_in_flight_for_a_forgotten_player_is_dropped(
             break
         run("llm", 1, dt=1.0)
     assert len(plugin.extraction.in_flight) == 1  # the server holds the answer
-    plugin.forget_player("alice")
+    plugin.privacy.forget_player("alice")
     assert plugin._conversations.pending() == []  # what a save would keep of it: nothing
     gate.set()
     for _ in range(400):
@@ -472,7 +472,7 @@ def test_documents_saved_before_game_ids_and_fact_scopes_load_with_the_narrowest
     assert (memory.game, memory.scope) == (None, "session")
     facts = {f.content: f for f in plugin.facts("hilda")}
     assert facts["Walker is lost"].scope is None and facts["The bridge is out"].scope is None
-    plugin.end_game()  # the current game also ends what was made before games had ids
+    plugin.privacy.end_game()  # the current game also ends what was made before games had ids
     assert plugin.memories("hilda", "walker") == []
     assert [f.content for f in plugin.facts("hilda")] == ["The bridge is out"]  # read as social: kept
 
@@ -484,9 +484,9 @@ def test_end_game_deletes_anonymous_participants_no_longer_in_the_world(backend:
     plugin.add_player(key="anon-2", name="Wanderer", anonymous=True)
     plugin.remember("hilda", "anon-1", "A stranger hummed")
     plugin.remove("anon-1")  # left the world: only the store holds them
-    report = plugin.end_game()
+    report = plugin.privacy.end_game()
     assert report.counts["anonymous_players"] == 1
-    assert "anon-1" not in plugin.stored_players() and "anon-2" in plugin.players()
+    assert "anon-1" not in plugin.storage.stored_players() and "anon-2" in plugin.players()
     npc_memory.uninstall("w")
     assert backend.traces("anon-1", "Stranger") == []
 
@@ -508,7 +508,7 @@ def test_compaction_never_words_a_summary_around_a_tag_that_names_a_player() -> 
     for i in range(3):
         plugin.remember(hilda, "walker", f"Talked about it {i}", tags=["walker"])
     plugin.remember(hilda, "walker", "Sold fish", tags=["trade"])
-    assert plugin.end_game().counts["compacted"] == 1
+    assert plugin.privacy.end_game().counts["compacted"] == 1
     assert [m.tags for m in plugin.memories(hilda)] == [("trade",)]
 
 
@@ -523,12 +523,12 @@ def test_what_forgetting_keeps_to_drop_late_results_goes_once_no_older_job_waits
     plugin.end_conversation("hilda", "keep")  # queued: extracted at the next tick
     for i in range(3):
         plugin.add_player(key=f"gone{i}")
-        plugin.forget_player(f"gone{i}")
+        plugin.privacy.forget_player(f"gone{i}")
     assert set(plugin._conversations.forgotten) == {"gone0", "gone1", "gone2"}  # a job ended before them
     run("f", 2)
     assert not plugin._conversations.pending()
     for i in range(3, 50):
         plugin.add_player(key=f"gone{i}")
-        plugin.forget_player(f"gone{i}")
+        plugin.privacy.forget_player(f"gone{i}")
     assert set(plugin._conversations.forgotten) == {"gone49"}
     assert len(plugin.memories("hilda", "keep")) > 0

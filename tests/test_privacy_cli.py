@@ -75,7 +75,7 @@ def test_end_game_consent_and_clone_from_the_command_line(
     plugin = npc_memory.install(world="check", store=world.store())
     [copy] = [m for m in plugin.memories("npc1") if m.cloned_from]
     assert (copy.content, copy.cloned_from) == ("I collect old maps", "npc0")
-    actions = [e.action for e in plugin.store.audit()]
+    actions = [e.action for e in plugin.storage.store.audit()]
     assert actions == ["end-game", "consent", "clone-dry-run", "clone"]
 
 

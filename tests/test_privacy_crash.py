@@ -82,20 +82,20 @@ def test_kill_9_during_forget_player_ends_fully_forgotten(backend: Backend, tmp_
 
         plugin = npc_memory.install(world=f"restart{attempt}", pack="village", store=copy.store(), seed=1)
         try:
-            if plugin.resumed:
+            if plugin.privacy.resumed:
                 resumed_total += 1
                 assert where in ("starting", "pending", "purging", "purged"), (attempt, where)
             else:
                 assert where not in ("pending", "purging"), (attempt, where)  # the record was stored
-            if where in ("before", "starting") and not plugin.resumed:
+            if where in ("before", "starting") and not plugin.privacy.resumed:
                 # the forgetting never began: the player is still whole, and is forgotten now
-                assert KEY in plugin.stored_players(), attempt
-                plugin.forget_player(KEY, actor="test")
-            assert KEY not in plugin.players() and KEY not in plugin.stored_players(), (attempt, where, markers)
-            assert all(KEY not in plugin.npc(n).bank.players for n in plugin.stored_npcs())
+                assert KEY in plugin.storage.stored_players(), attempt
+                plugin.privacy.forget_player(KEY, actor="test")
+            assert KEY not in plugin.players() and KEY not in plugin.storage.stored_players(), (attempt, where, markers)
+            assert all(KEY not in plugin.npc(n).bank.players for n in plugin.storage.stored_npcs())
             # nothing else is lost: every NPC, the other player and what is held about them
-            assert sorted(plugin.stored_npcs()) == sorted(f"npc{i}" for i in range(NPCS)), attempt
-            assert plugin.stored_players() == [OTHER], attempt
+            assert sorted(plugin.storage.stored_npcs()) == sorted(f"npc{i}" for i in range(NPCS)), attempt
+            assert plugin.storage.stored_players() == [OTHER], attempt
             assert "Bob likes apples" in [m.content for m in plugin.npc("npc7").bank.players[OTHER].all()]
         finally:
             npc_memory.uninstall(f"restart{attempt}")
@@ -109,7 +109,7 @@ def test_kill_9_during_forget_player_ends_fully_forgotten(backend: Backend, tmp_
         assert not audit
         forgets = [e for e in copy.audit() if e.action == "forget"]
         assert forgets and all(KEY not in e.target for e in forgets)
-        if plugin.resumed:
+        if plugin.privacy.resumed:
             # the restart's entry names who asked for the forgetting the crash interrupted
             assert forgets[-1].details == {"resumed": True} and forgets[-1].actor == "child"
         if copy.url is None:

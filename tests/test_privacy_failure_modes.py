@@ -53,7 +53,7 @@ def test_02_anonymous_players_are_never_merged() -> None:
     assert [m.content for m in plugin.recall("dan", "anon-b", "red car")] == ["I have a red car"]
     assert plugin.recall("dan", "anon-b", "red car")[0].scope == "anon"
     assert len(plugin.memories("dan", "anon-a")) == len(plugin.memories("dan", "anon-b")) == 1  # two stories
-    plugin.end_game()
+    plugin.privacy.end_game()
     [summary] = plugin.memories("dan")
     assert "2 of them" in summary.content and "Stranger" not in summary.content  # two people, not one
     assert plugin.memories("dan", "anon-a") == plugin.memories("dan", "anon-b") == []
@@ -94,7 +94,7 @@ def test_06_compaction_is_bounded() -> None:
     plugin = village(end_game="compact", compact_max_per_npc=3)
     for i in range(40):
         plugin.remember("dan", "p456", f"Walker said thing {i}", tags=[f"topic{i % 12}"])
-    report = plugin.end_game()
+    report = plugin.privacy.end_game()
     assert report.counts["memories"] == 40 and report.counts["compacted"] == 3
     assert len(plugin.memories("dan")) == 3 and plugin.memories("dan", "p456") == []
 
@@ -129,7 +129,7 @@ def test_09_clone_never_copies_player_session_anon_or_sensitive_items() -> None:
     plugin.remember("carla", None, "Told the secret codeword in game 123")  # session
     plugin.remember("carla", None, "The cellar key is mine", scope="profile", tags=["private"])
     plugin.remember("carla", None, "I brew the best ale", scope="profile")
-    plan = plugin.clone("carla", "dan", ["profile", "social", "knowledge"], dry_run=False)
+    plan = plugin.privacy.clone("carla", "dan", ["profile", "social", "knowledge"], dry_run=False)
     assert [i.content for i in plan.items["profile"]] == ["I brew the best ale"]
     copied = [m.content for m in plugin.memories("dan")] + [
         m.content for p in ("p123", "anon") for m in plugin.memories("dan", p)
@@ -145,11 +145,11 @@ def test_10_player_privacy_needs_consent_and_allows_opt_out(backend: Backend) ->
         plugin.remember("carla", "p456", "Walker's favourite book", scope="player")
     with pytest.raises(PrivacyError, match="has not consented"):
         plugin.remember("carla", None, "Walker reads every night", scope="social")
-    plugin.set_consent("p456", True)
+    plugin.privacy.set_consent("p456", True)
     plugin.remember("carla", "p456", "Walker's favourite book is The Alchemist")
-    plugin.set_consent("p456", False)  # opt-out
+    plugin.privacy.set_consent("p456", False)  # opt-out
     assert plugin.memories("carla", "p456") == []
-    plugin.forget_player("p456")  # and deletion
+    plugin.privacy.forget_player("p456")  # and deletion
     plugin.save()
     assert backend.traces("walker") == []
 
@@ -176,7 +176,7 @@ def test_12_nothing_of_a_session_survives_the_game_end(backend: Backend) -> None
     plugin.remember("carla", "p456", "Walker ordered stew")
     plugin.remember("carla", "anon", "Someone whistled")
     plugin.observe(room="hall", subject="p456", content="Walker tipped well", tags=["gift"])
-    plugin.end_game()
+    plugin.privacy.end_game()
     npc_memory.uninstall("fm")
     plugin = npc_memory.install(world="fm", store=backend.store(), seed=1, game_id="g2")
     plugin.add_npc(key="carla", archetype="innkeeper")
@@ -184,7 +184,7 @@ def test_12_nothing_of_a_session_survives_the_game_end(backend: Backend) -> None
     scopes = [m.scope for p in (doc.bank.world, *doc.bank.players.values()) for m in p.all()]
     scopes += [f.scope for f in doc.knowledge.facts if f.scope is not None]
     assert "session" not in scopes and "anon" not in scopes
-    [entry] = [e for e in plugin.store.audit() if e.action == "end-game"]
+    [entry] = [e for e in plugin.storage.store.audit() if e.action == "end-game"]
     # (the observed tip is a memory of the witness beside its fact: both go)
     assert entry.target == "g1" and entry.counts["memories"] == 3 and entry.counts["facts"] == 1
     assert msgspec.json.encode(entry).count(b"Walker") == 0

@@ -113,7 +113,7 @@ def test_after_forget_player_no_file_export_context_recall_or_gossip_holds_them(
         plugin = npc_memory.install(world="prop", store=db, seed=pick)
         play(plugin, npcs, players, calls)
         plugin.save()
-        plugin.forget_player(gone.key)
+        plugin.privacy.forget_player(gone.key)
         assert traces(db, gone.key, gone.name) == []
         heard: list[FactLearned] = []
         plugin.on(FactLearned, heard.append)
@@ -142,11 +142,11 @@ def test_after_end_game_no_session_or_anon_item_survives_a_save_and_reload(
     with store_dir() as db:
         plugin = npc_memory.install(world="prop", store=db, seed=1, game_id="g1")
         play(plugin, npcs, players, calls)
-        plugin.end_game()
+        plugin.privacy.end_game()
         run("prop", 5, dt=1.0)  # extraction results still in flight for the ended game are dropped
         npc_memory.uninstall("prop")
         plugin = npc_memory.install(world="prop", store=db, seed=1, game_id="g2")
-        for key in plugin.stored_npcs():
+        for key in plugin.storage.stored_npcs():
             npc = plugin.npc(key)
             memories = [m for p in (npc.bank.world, *npc.bank.players.values()) for m in p.all()]
             assert not [m for m in memories if m.scope in ("session", "anon")], key
@@ -169,8 +169,8 @@ def test_a_clone_dry_run_equals_what_the_real_run_copies(
         plugin.remember("npc0", None, f"Trait number {i}", scope=scope, tags=[TAGS[i]])
     plugin.learn_fact("npc0", "The river runs north", tags=["lore"], importance=0.9)
     before = {m.id for m in plugin.memories("npc1")}, {f.id for f in plugin.facts("npc1")}
-    plan = plugin.clone("npc0", "npc1", categories, dry_run=True)
-    done = plugin.clone("npc0", "npc1", categories, dry_run=False)
+    plan = plugin.privacy.clone("npc0", "npc1", categories, dry_run=True)
+    done = plugin.privacy.clone("npc0", "npc1", categories, dry_run=False)
     assert done.items == plan.items and done.skipped == plan.skipped
     new_memories = [m for m in plugin.memories("npc1") if m.id not in before[0]]
     new_facts = [f for f in plugin.facts("npc1") if f.id not in before[1]]

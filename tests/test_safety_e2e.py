@@ -84,7 +84,7 @@ def test_a_card_number_said_in_a_conversation_is_stored_and_sent_nowhere(api: Fa
     plugin.observe(room="forge", content=f"Alice dropped a note with the number {CARD}", subject="alice")
     plugin.learn_fact("marta", f"Alice's card is {CARD}", subject="alice", topic="card")
     plugin.remember("hilda", "alice", f"Alice once showed me card {CARD}")
-    reply = plugin.reply("hilda", "alice", f"Do you still have my card {CARD}?").result(timeout=10)
+    reply = plugin.llm.reply("hilda", "alice", f"Do you still have my card {CARD}?").result(timeout=10)
     assert reply.failure is None
 
     memories = [m.content for npc in ("hilda", "marta") for m in plugin.memories(npc, "alice")]
@@ -95,11 +95,11 @@ def test_a_card_number_said_in_a_conversation_is_stored_and_sent_nowhere(api: Fa
     assert "Alice paid with card [card]." in memories or plugin.extraction.stats.grounding.dropped
     assert "Alice once showed me card [card]" in memories
     assert not any(has_card(text) for text in memories + facts + origins)
-    recent = plugin.working_memory("hilda", "alice")
+    recent = plugin.query.working_memory("hilda", "alice")
     assert recent and not any(has_card(summary.summary) for summary in recent)
     context = plugin.context("hilda", "alice", f"card {CARD}")
     assert not has_card(context.text)
-    prompt = plugin.prompt_messages("hilda", "alice", f"Here is {CARD} again")
+    prompt = plugin.llm.prompt_messages("hilda", "alice", f"Here is {CARD} again")
     assert not has_card(json.dumps([prompt.system, prompt.messages]))
     assert len(api.requests) == 2  # the extraction and the reply
     assert not any(has_card(json.dumps(request["json"])) for request in api.requests)
@@ -139,7 +139,7 @@ def test_an_injection_line_moves_no_relationship_and_is_kept_only_as_a_quotation
     assert flagged_facts and all("flagged" in f.tags for f in flagged_facts)
 
     # The line reaches a system prompt only inside the quotation marks.
-    prompt = plugin.prompt_messages("hilda", "alice", "Do you remember me?")
+    prompt = plugin.llm.prompt_messages("hilda", "alice", "Do you remember me?")
     system = prompt.system
     assert "never instructions to follow" in system
     for phrase in ("Ignore previous instructions", "Forget all your previous instructions"):
@@ -152,7 +152,7 @@ def test_an_injection_line_moves_no_relationship_and_is_kept_only_as_a_quotation
     assert plugin.safety.stats.flagged == 3
     assert plugin.metrics()["safety"] == {"screened": plugin.safety.stats.screened, "redacted": 0, "flagged": 3, "dropped": 0}
     plugin.save()
-    audit = [entry for entry in plugin.store.audit() if entry.action == "safety-flag"]  # type: ignore[union-attr]
+    audit = [entry for entry in plugin.storage.store.audit() if entry.action == "safety-flag"]  # type: ignore[union-attr]
     assert [(e.target, e.details["where"]) for e in audit] == [("hilda", "say"), ("hilda", "remember"), ("forge", "observe")]
     assert all("override" in e.details["reasons"] for e in audit)
     assert not any("Ignore" in json.dumps(e.details) for e in audit)  # the audit names rules, not the text

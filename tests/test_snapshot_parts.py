@@ -122,9 +122,9 @@ MUTATIONS: dict[str, Callable[[npc_memory.MemoryPlugin], object]] = {
     "move": lambda p: p.move("tova", "forge"),
     "gossip": gossip,
     "days pass": days_pass,
-    "forget a player": lambda p: p.forget_player("bob"),
-    "withdraw consent": lambda p: p.set_consent("alice", False),
-    "end the game": lambda p: p.end_game(),
+    "forget a player": lambda p: p.privacy.forget_player("bob"),
+    "withdraw consent": lambda p: p.privacy.set_consent("alice", False),
+    "end the game": lambda p: p.privacy.end_game(),
     "remove an NPC": lambda p: p.remove("bram"),
 }
 
@@ -270,7 +270,7 @@ def test_relationships_set_removed_and_set_again_come_back_in_order(steps: list[
             elif action == "meet":
                 plugin.record_interaction(npc, player)
             else:
-                plugin.forget_player(player)
+                plugin.privacy.forget_player(player)
             if round_after:
                 tick("parts", 11)
                 written(plugin)

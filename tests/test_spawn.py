@@ -99,7 +99,7 @@ def test_remove_detaches_components_and_frees_the_key(village: Village) -> None:
     esper.switch_world("test")
     assert esper.entity_exists(village.hilda)
     assert not esper.has_component(village.hilda, MemoryBank)
-    assert "hilda" not in p.npcs() and "hilda" in p.stored_npcs()
+    assert "hilda" not in p.npcs() and "hilda" in p.storage.stored_npcs()
     assert not p.npc("hilda").live  # kept, readable by key
     with pytest.raises(npc_memory.UnknownEntityError):
         p.remember("hilda", None, "too late")  # but not changed outside the live world

@@ -264,7 +264,7 @@ def test_a_killed_checkpoint_process_loses_nothing(tmp_path: Path, caplog: pytes
 def test_the_plugins_store_checkpoints_in_a_process(tmp_path: Path) -> None:
     plugin = install(world="checkpointer", store=tmp_path / "v.db")
     try:
-        store = plugin.store
+        store = plugin.storage.store
         assert isinstance(store, TinyDBStore) and store.checkpoint_process
         store.checkpoint_bytes = 1
         for i in range(20):

@@ -235,7 +235,7 @@ def test_a_journal_record_with_a_value_out_of_range_is_refused(tmp_path: Path) -
     plugin = npc_memory.install(world="w", store=path)
     plugin.add_npc(key="hilda")
     plugin.save()
-    store = plugin.store
+    store = plugin.storage.store
     assert isinstance(store, TinyDBStore)
     npc_memory.uninstall("w")
     # A whole document with an impossible trust, as a journal record that was never folded.

@@ -1,4 +1,4 @@
-"""The promise of ``plugin.unsaved_seconds()``, held to while snapshot rounds are half
+"""The promise of ``plugin.storage.unsaved_seconds()``, held to while snapshot rounds are half
 written.
 
 ``unsaved_seconds()`` is the game seconds since the oldest change not yet durably in the
@@ -252,14 +252,14 @@ class Village:
         return any((self.ticks - i) % PHASE in TRAVEL_TICKS for i in range(1, ticks + 1))
 
     def keep_up(self, store: GateStore, *, metadata: bool = True) -> None:
-        """Play ticks waiting for the store after each (``plugin.flush()``) until a round
+        """Play ticks waiting for the store after each (``plugin.storage.flush()``) until a round
         began and its documents (appended in groups) are on disk, then, with
         ``metadata``, until its metadata is too."""
         begun = False
         for _ in range(3 * INTERVAL):
             appends = store.appends
             self.play()
-            self.plugin.flush()
+            self.plugin.storage.flush()
             if begun and store.appends > appends:
                 return
             begun |= store.appends - appends >= 2
@@ -538,7 +538,7 @@ def test_unsaved_seconds_never_claims_what_a_half_written_round_has_not_saved(tm
             for _ in range(extra):  # the world goes on changing while the round is half written
                 village.play()
             assert store.frozen.is_set()
-            now, unsaved = plugin.clock.now, plugin.unsaved_seconds()
+            now, unsaved = plugin.clock.now, plugin.storage.unsaved_seconds()
             copy = tmp_path / f"copy{len(freezes)}.db"
             freeze = Freeze(store.where, now, unsaved, copy, len(village.changes))
             shutil.copytree(live, copy, ignore=shutil.ignore_patterns("LOCK", "LOCK.owner"))
@@ -585,7 +585,7 @@ def test_unsaved_seconds_never_claims_what_a_half_written_round_has_not_saved(tm
     # The checks themselves: once everything is saved, the store holds every change
     # (nothing the test counts is ever removed by the pack's rules).
     plugin.save()
-    assert plugin.unsaved_seconds() == 0.0
+    assert plugin.storage.unsaved_seconds() == 0.0
     npc_memory.uninstall(WORLD)
     held = Held.load(live)
     lost = [(c.kind, c.what, held.missing(c)[:3]) for c in village.changes if held.missing(c)]
@@ -602,24 +602,24 @@ def test_unsaved_seconds_is_zero_after_save_and_then_ages_with_the_clock(tmp_pat
     plugin.add_player(key="p0", name="Player0", faction="adventurers", room="room0", consent=True)
     tick(WORLD, 5, 1 / 60)
     plugin.save()
-    assert plugin.unsaved_seconds() == 0.0
+    assert plugin.storage.unsaved_seconds() == 0.0
     tick(WORLD, 3, 1 / 60)
-    assert plugin.unsaved_seconds() == 0.0  # nothing changed since
+    assert plugin.storage.unsaved_seconds() == 0.0  # nothing changed since
     changed_at = plugin.clock.now
     plugin.remember(npc_key(1), "p0", "Player0 paid for the night", importance=0.9, locked=True)
-    assert plugin.unsaved_seconds() == 0.0  # made this instant: 0 game seconds old
+    assert plugin.storage.unsaved_seconds() == 0.0  # made this instant: 0 game seconds old
     ages = []
     for step in range(1, 41):  # within one snapshot interval of the save: no round runs
         if step == 10:
             plugin.adjust_relationship(npc_key(2), "p0", trust=0.05)  # a newer change: the oldest still counts
         tick(WORLD, 1, 1 / 60)
         age = plugin.clock.now - changed_at
-        ages.append(plugin.unsaved_seconds())
+        ages.append(plugin.storage.unsaved_seconds())
         # Honest (at least the change's age) and, as documented, early by at most a tick.
         assert age <= ages[-1] <= age + 1.0, (step, age, ages[-1])
     assert ages == sorted(ages) and ages[-1] > ages[0]
     plugin.save()
-    assert plugin.unsaved_seconds() == 0.0
+    assert plugin.storage.unsaved_seconds() == 0.0
     npc_memory.uninstall(WORLD)
     plugin = install(tmp_path / "plain.db")
     plugin.add_npc(key=npc_key(1))

@@ -107,7 +107,7 @@ def _world(plugin: npc_memory.MemoryPlugin) -> tuple[Any, ...]:
         plugin.memories("hilda", None),
         plugin.facts("hilda", include_disbelieved=True),
         plugin.relationship("hilda", "alice"),
-        plugin.working_memory("hilda", "alice"),
+        plugin.query.working_memory("hilda", "alice"),
         plugin.player("alice").profile,
     )
 

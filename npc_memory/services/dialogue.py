@@ -184,6 +184,6 @@ class DialogueService:
         if gateway is None:
             raise NpcMemoryError(
                 "no LLM is configured: install with llm=npc_memory.AnthropicExtractor(...), "
-                "or send plugin.prompt_messages(...) with your own client"
+                "or send plugin.llm.prompt_messages(...) with your own client"
             )
         return gateway.submit_reply(npc.identity.key, prompt.system, prompt.messages, reply_tokens)

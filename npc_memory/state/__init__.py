@@ -61,6 +61,9 @@ class WorldState:
     game: str = "default"
     tick: TickBudget = field(default_factory=lambda: TickBudget(1.0))
     """The plugin's share of each tick (``budgets.tick_ms``) and whether one is running."""
+    installed: bool = True
+    """Whether the plugin is still installed (``uninstall`` ends it): the facade refuses
+    calls that change state once it is not."""
 
     def mark(self, key: str, parts: int = Part.ALL) -> None:
         """The document of ``key`` changed (in ``parts``, a :class:`Part` mask; every

@@ -7,16 +7,12 @@ and then delivers the events the call queued.
 
 from __future__ import annotations
 
-import concurrent.futures
 import copy
 import enum
-import functools
 import logging
 import math
-import os
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import esper
 
@@ -25,7 +21,6 @@ from npc_memory.components import (
     MEMORY_KINDS,
     SELF,
     VALENCES,
-    EpisodicMemory,
     Fact,
     FactCategory,
     Memory,
@@ -33,10 +28,8 @@ from npc_memory.components import (
     MemorySource,
     NpcHandle,
     PlayerHandle,
-    ProceduralMemory,
     Relationship,
     Scope,
-    SemanticMemory,
     TriggerContext,
     Turn,
     Valence,
@@ -48,7 +41,6 @@ from npc_memory.context.providers import DEFAULT_PROVIDERS
 from npc_memory.errors import (
     EventHandlerError,
     InvalidArgumentError,
-    NotInstalledError,
     NpcMemoryError,
     PrivacyError,
     StoreError,
@@ -56,9 +48,12 @@ from npc_memory.errors import (
 )
 from npc_memory.events import Event
 from npc_memory.extraction.pipeline import ExtractionPipeline
-from npc_memory.llm import Reply
+from npc_memory.plugin.calls import check_installed, delivers
+from npc_memory.plugin.llm import LlmCalls
+from npc_memory.plugin.privacy import PrivacyCalls
+from npc_memory.plugin.storage import StorageCalls
+from npc_memory.plugin.wiring import Services, Ticks, attach
 from npc_memory.query import MemoryQuery
-from npc_memory.rules.privacy import CLONE_CATEGORIES
 from npc_memory.rules.validation import (
     GAME_ONLY_TAGS,
     MAX_KEY_CHARS,
@@ -104,26 +99,6 @@ from npc_memory.services.privacy import (
 from npc_memory.state import Ref, Subscription, WorldState
 from npc_memory.state.world import world_context
 from npc_memory.store import NpcDocument, PlayerDocument, Store
-from npc_memory.store.files import write_atomic
-from npc_memory.store.tools import export_bytes
-from npc_memory.systems import (
-    CLOCK_PRIORITY,
-    CONSOLIDATION_PRIORITY,
-    DECAY_PRIORITY,
-    EVENT_PRIORITY,
-    EXTRACTION_PRIORITY,
-    GOSSIP_PRIORITY,
-    LIFECYCLE_PRIORITY,
-    SNAPSHOT_PRIORITY,
-    ClockSystem,
-    DtSource,
-)
-from npc_memory.systems.decay import ConsolidationSystem, DecaySystem, PairCursor
-from npc_memory.systems.events import EventSystem
-from npc_memory.systems.extraction import ExtractionSystem
-from npc_memory.systems.gossip import GossipSystem
-from npc_memory.systems.lifecycle import LifecycleSystem
-from npc_memory.systems.snapshot import SnapshotSystem
 
 E = TypeVar("E", bound=Event)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -149,26 +124,6 @@ __all__ = [
 ]
 
 
-def _delivers(method: F) -> F:
-    """A facade call that changes state: refused once uninstalled; once it returns, the
-    events it queued are delivered. Handler errors are raised after the change is whole,
-    as an :class:`EventHandlerError` whose ``result`` is what the call returned."""
-
-    @functools.wraps(method)
-    def call(self: MemoryPlugin, *args: Any, **kwargs: Any) -> Any:
-        if not self._installed:
-            raise NotInstalledError(f"this npc_memory plugin was uninstalled from {self.world!r}")
-        result = method(self, *args, **kwargs)
-        try:
-            self._state.events.deliver()
-        except EventHandlerError as error:
-            error.result = result  # the call itself succeeded: its answer is not lost
-            raise
-        return result
-
-    return cast(F, call)
-
-
 class _Default(enum.Enum):
     PLAYER = "the player the memory is about"
 
@@ -182,9 +137,15 @@ class MemoryPlugin:
     stable key; reads also accept the key of one that is only in the store.
     """
 
-    def __init__(self, state: WorldState, pipeline: ExtractionPipeline, store: Store | None, snapshots: int):
+    def __init__(
+        self,
+        state: WorldState,
+        pipeline: ExtractionPipeline,
+        store: Store | None,
+        snapshots: int,
+        ticks: Ticks,
+    ):
         self._state = state
-        self._installed = True
         self._pipeline = pipeline
         self._resolve = Resolver(state)
         pipeline.archetype_of = self._archetype_of
@@ -207,14 +168,27 @@ class MemoryPlugin:
             state, self._persistence, self._memories, self._knowledge, self._relationships,
             self._conversations, self._maintenance,
         )  # fmt: skip
-        self.query = MemoryQuery(self._resolve, self._relationships, self._knowledge)
+        self.query = MemoryQuery(self._resolve, self._relationships, self._knowledge, self._memories)
         """Typed, in-memory questions for game logic."""
         self.processors: list[esper.Processor] = []
         """The plugin's esper processors, in the order they run."""
-        self.resumed: list[ForgetReport | ConsentReport | EndGameReport] = self._privacy.resume()
-        """Forgetting that a crash interrupted and this start finished (see :meth:`forget_player`),
-        and on a world game servers share, the withdrawals of consent and ends of games
-        under way that this start did its part of."""
+        self.privacy = PrivacyCalls(state, self._resolve, self._privacy)
+        """Privacy requests: ``forget_player``, ``end_game``, ``set_consent``, ``clone``, and
+        what this start finished that a crash interrupted (``resumed``)."""
+        self.llm = LlmCalls(
+            state, self._resolve, pipeline, self._dialogue,
+            lambda npc, player, message, tokens: self.context(npc, player, message, max_tokens=tokens),
+        )  # fmt: skip
+        """The model: ``set_extraction`` (who has their conversations extracted by it),
+        ``prompt_messages`` (the NPC's next line, for your own client) and ``reply`` (from
+        the configured one)."""
+        self.storage = StorageCalls(state, self._persistence)
+        """The store: ``store``, ``unsaved_seconds()``, ``flush()``, ``stored_npcs()``,
+        ``stored_players()``, ``export(path)``."""
+        self.processors.extend(attach(state, Services(
+            self._population, self._conversations, self._knowledge, self._relationships, self._maintenance,
+            self._persistence, self._health, self._privacy,
+        ), ticks))  # fmt: skip
 
     world = property(
         lambda self: self._state.world, doc="Name of the esper world the plugin is installed in."
@@ -229,7 +203,6 @@ class MemoryPlugin:
     clock = property(
         lambda self: self._state.clock, doc="Game time; read ``plugin.clock.now`` (game seconds)."
     )
-    store = property(lambda self: self._persistence.store, doc="The store snapshots go to, or ``None``.")
     safety = property(
         lambda self: self._safety,
         doc="Content safety: ``safety.stats`` counts screened, redacted, flagged and dropped "
@@ -239,60 +212,9 @@ class MemoryPlugin:
         lambda self: self._pipeline,
         doc="The extraction pipeline: ``stats``, ``limiter``, ``breaker``, queue.",
     )
-    installed = property(lambda self: self._installed, doc="Whether the plugin is still installed.")
-    limits = property(
-        lambda self: self._state.pack.limits,
-        doc="The sizes the facade accepts: the pack's ``[limits]`` (see :class:`Limits`).",
-    )
+    installed = property(lambda self: self._state.installed, doc="Whether the plugin is still installed.")
 
     # ------------------------------------------------------------------ lifecycle
-
-    def attach(
-        self, dt_source: DtSource, fixed_step: float | None, priority: int, *, deterministic: bool = False
-    ) -> None:
-        """Add the plugin's systems to its esper world (``install`` does this)."""
-        state, memory = self._state, self.pack.memory
-        budgets = self.pack.budgets
-        if deterministic:  # count caps only: no wall-clock budget decides how much work a tick does
-            timed = ("tick", "extraction_tick", "gossip_tick", "decay_tick", "consolidation_tick")
-            budgets = budgets.model_copy(update={f"{name}_ms": math.inf for name in timed})
-        tick = state.tick
-        tick.total_ms = budgets.tick_ms
-        extraction, gossip = tick.share(budgets.extraction_tick_ms), tick.share(budgets.gossip_tick_ms)
-        upkeep = self._maintenance
-        npcs = state.registry.npc_order
-        decay = DecaySystem(
-            PairCursor(npcs, upkeep.decay_pairs_of, urgent=self._relationships.crowded), self.clock,
-            budgets.decay_pairs_per_tick, memory.decay_interval, upkeep.decay_pair,
-            tick.share(budgets.decay_tick_ms),
-        )  # fmt: skip
-        consolidation = ConsolidationSystem(
-            PairCursor(npcs, upkeep.pairs_of), self.clock, budgets.consolidation_pairs_per_tick,
-            memory.decay_interval, upkeep.consolidate_pair, tick.share(budgets.consolidation_tick_ms),
-            poll=upkeep.poll_summaries,
-        )  # fmt: skip
-        band: list[tuple[esper.Processor, int]] = [
-            (ClockSystem(self.clock, dt_source, fixed_step, tick), CLOCK_PRIORITY),
-            (LifecycleSystem(self._population), LIFECYCLE_PRIORITY),
-            (ExtractionSystem(self._conversations, extraction), EXTRACTION_PRIORITY),
-            (GossipSystem(self._knowledge, budgets.gossip_exchanges_per_tick, gossip), GOSSIP_PRIORITY),
-            (decay, DECAY_PRIORITY),
-            (consolidation, CONSOLIDATION_PRIORITY),
-            (SnapshotSystem(self._persistence, self._health, self._privacy), SNAPSHOT_PRIORITY),
-            (EventSystem(state.events, tick), EVENT_PRIORITY),
-        ]
-        timing = (
-            ("clock", None), ("lifecycle", None), ("extraction", budgets.extraction_tick_ms),
-            ("gossip", budgets.gossip_tick_ms), ("decay", budgets.decay_tick_ms),
-            ("consolidation", budgets.consolidation_tick_ms), ("snapshot", budgets.snapshot_tick_ms),
-            ("events", None),
-        )  # fmt: skip
-        for (processor, _), (name, budget_ms) in zip(band, timing, strict=True):  # time each tick, per system
-            setattr(processor, "process", self._health.timed(name, processor.process, budget_ms))  # noqa: B010
-        with world_context(self.world, create=True):
-            for processor, offset in band:
-                esper.add_processor(processor, priority=priority + offset)
-                self.processors.append(processor)
 
     def detach(self, *, save: bool = True) -> None:
         """Save, stop the plugin's threads and remove its systems (``uninstall`` does this).
@@ -311,7 +233,7 @@ class MemoryPlugin:
                     f"{exc}. npc_memory stays installed in {where} with everything in memory (the "
                     f"LLM is closed: the rules extract from here): fix the store and call "
                     f"npc_memory.uninstall() again, or write the world elsewhere with "
-                    f"plugin.export(PATH) and load it with 'npc-memory import --db NEW_STORE PATH'; "
+                    f"plugin.storage.export(PATH) and load it with 'npc-memory import --db NEW_STORE PATH'; "
                     f"npc_memory.uninstall(save=False) gives up what is not on disk"
                 ) from exc
             except NpcMemoryError as exc:
@@ -329,18 +251,18 @@ class MemoryPlugin:
         self.processors.clear()
         self._state.events.clear()
         self._state.events.bus.clear()
-        self._installed = False
+        self._state.installed = False
         if error is not None:
             raise error
 
-    @_delivers
+    @delivers
     def save(self) -> None:
         """Write every change to the store now and wait until it is on disk (a no-op
         without a store). Raises :class:`StoreError` if writing failed; the changes
         stay queued for the next snapshot."""
         self._persistence.save()
 
-    @_delivers
+    @delivers
     def health(self) -> Health:
         """How the plugin is doing: ``status`` ``ok``, ``degraded`` (working, but
         something needs attention; nothing is lost) or ``failing`` (the store is not
@@ -361,39 +283,9 @@ class MemoryPlugin:
         now and then, not every tick)."""
         return self._health.metrics()
 
-    def export(self, path: str | os.PathLike[str]) -> int:
-        """Write the whole world as it is in memory to ``path`` in the export format
-        (``npc-memory import --db STORE PATH`` loads it); returns the number of
-        documents. For a world whose store fails or was lost: nothing is read from
-        the store."""
-        meta, documents = self._persistence.export()
-        target = Path(path)
-        try:
-            write_atomic(target, export_bytes(meta, documents), keep_previous=False)
-        except OSError as exc:
-            raise StoreError(f"cannot write the export to {target}: {exc.strerror or exc}") from exc
-        return len(documents)
-
-    def unsaved_seconds(self) -> float:
-        """Game seconds since the oldest change not yet durably in the store (0.0 when the
-        store holds everything, or without a store): what a crash now would lose."""
-        return self._persistence.oldest_unsaved(self.clock.now)
-
-    def flush(self) -> None:
-        """Wait until every snapshot batch already handed to the store is on disk."""
-        self._persistence.drain()
-
-    def stored_npcs(self) -> list[str]:
-        """Keys of NPCs saved in the store (or removed) and not in the live world."""
-        return sorted(k for k, d in self._state.stored.items() if d.__struct_config__.tag == "npc")
-
-    def stored_players(self) -> list[str]:
-        """Keys of players saved in the store (or removed) and not in the live world."""
-        return sorted(k for k, d in self._state.stored.items() if d.__struct_config__.tag == "player")
-
     # ------------------------------------------------------------------ spawning
 
-    @_delivers
+    @delivers
     def add_npc(
         self,
         entity: int | None = None,
@@ -420,7 +312,7 @@ class MemoryPlugin:
         faction, archetype = check_key_or_none("faction", faction), check_key_or_none("archetype", archetype)
         return _entity(self._population.add_npc(entity, key, name, faction, archetype, room))
 
-    @_delivers
+    @delivers
     def add_player(
         self,
         entity: int | None = None,
@@ -446,13 +338,13 @@ class MemoryPlugin:
         faction = check_key_or_none("faction", faction)
         return _entity(self._population.add_player(entity, key, name, faction, room, consent, anonymous))
 
-    @_delivers
+    @delivers
     def remove(self, ref: Ref, *, forget: bool = False) -> None:
         """Take an NPC or player out of the live world: detach the plugin's components
         from its entity (the entity itself stays). Its state is kept (in the store, if
         any) and restored if the key is added again, unless ``forget`` deletes it. The
         key of an NPC or player that is only in the store may be forgotten too. Forgetting
-        a player is :meth:`forget_player` (everything about them, everywhere)."""
+        a player is ``privacy.forget_player`` (everything about them, everywhere)."""
         check_flag("forget", forget)
         if isinstance(ref, str) and ref not in self._state.registry.by_key and ref in self._state.stored:
             if forget and isinstance(self._state.stored[ref], PlayerDocument):
@@ -500,7 +392,7 @@ class MemoryPlugin:
 
     # ------------------------------------------------------------------ memories
 
-    @_delivers
+    @delivers
     def remember(
         self,
         npc: Ref,
@@ -560,7 +452,7 @@ class MemoryPlugin:
         """
         handle = self._resolve.npc(npc)
         target = None if player is None else self._resolve.player(player)
-        limits: Limits = self.limits
+        limits: Limits = self.pack.limits
         text = check_text("content", content, limits.content_chars)
         tag_tuple = _check_tags(tags, "memories", limits)
         if kind not in MEMORY_KINDS:
@@ -630,12 +522,6 @@ class MemoryPlugin:
             raise InvalidArgumentError(f"kind must be one of {', '.join(MEMORY_KINDS)}, got {kind!r}")
         return self._memories.memories(handle, key, kind)
 
-    def salience(self, memory: Memory) -> float:
-        """Salience of ``memory`` now, in [0, 1]."""
-        if not isinstance(memory, (EpisodicMemory, SemanticMemory, ProceduralMemory)):
-            raise InvalidArgumentError(f"expected a memory record, got {memory!r}")
-        return self._memories.salience(memory)
-
     # ------------------------------------------------------------------ conversations
 
     def say(self, npc: Ref, player: Ref, speaker: str, text: str) -> None:
@@ -648,35 +534,13 @@ class MemoryPlugin:
         The line is screened first (see :attr:`safety`): personal data is redacted, and a
         line that tries to instruct a model is kept quoted and never extracted, or dropped."""
         self._check_installed()
-        line = Turn(
-            check_text("speaker", speaker, MAX_KEY_CHARS), check_text("text", text, self.limits.content_chars)
-        )
+        limit = self.pack.limits.content_chars
+        line = Turn(check_text("speaker", speaker, MAX_KEY_CHARS), check_text("text", text, limit))
         npc_handle, player_handle = self._resolve.npc(npc), self._resolve.player(player)
         speaker = self._resolve.speaker(line.speaker, npc_handle, player_handle)
         if speaker != line.speaker:
             line = Turn(speaker, line.text)
         self._conversations.say(npc_handle, player_handle, line, MAX_TURNS)
-
-    def set_llm_extraction(self, npc: Ref, use: bool | None, *, priority: bool = False) -> None:
-        """Choose whether the LLM (when one is configured) extracts ``npc``'s
-        conversations: ``True`` always (budgets permitting), ``False`` never (the rule
-        reader does), ``None`` as the pack's ``[llm] extraction_archetypes`` says for its
-        archetype (the default). ``priority``: it keeps the model once less than the
-        pack's ``low_budget_share`` of the day's tokens is left, when others go to the
-        rule reader (as do NPCs of ``priority_archetypes``). A game's choice lasts while
-        the plugin is installed: make it again after ``add_npc`` when the game starts."""
-        key = self._resolve.npc(npc).identity.key
-        if use is not None and not isinstance(use, bool):
-            raise InvalidArgumentError(f"use must be True, False or None, got {use!r}")
-        check_flag("priority", priority)
-        if use is None:
-            self._pipeline.chosen.pop(key, None)
-        else:
-            self._pipeline.chosen[key] = use
-        if priority:
-            self._pipeline.priority.add(key)
-        else:
-            self._pipeline.priority.discard(key)
 
     def _archetype_of(self, key: str) -> str | None:
         live = self._state.registry.live_npc(key)
@@ -685,7 +549,7 @@ class MemoryPlugin:
         stored = self._state.stored.get(key)
         return stored.archetype if isinstance(stored, NpcDocument) else None
 
-    @_delivers
+    @delivers
     def end_conversation(self, npc: Ref, player: Ref) -> ConversationEnded | None:
         """Close the open conversation of ``npc`` and ``player`` and queue its extraction.
 
@@ -698,15 +562,9 @@ class MemoryPlugin:
         when no conversation is open, so ending twice is harmless."""
         return self._conversations.end(self._resolve.npc(npc), self._resolve.player(player))
 
-    def working_memory(self, npc: Ref, player: Ref) -> list[Any]:
-        """The last conversations (up to three, oldest first) of ``npc`` with ``player``."""
-        handle = self._resolve.npc(npc, stored=True)
-        key = self._resolve.player(player, stored=True).identity.key
-        return list(handle.working.recent.get(key, []))
-
     # ------------------------------------------------------------------ knowledge
 
-    @_delivers
+    @delivers
     def observe(
         self,
         *,
@@ -733,7 +591,7 @@ class MemoryPlugin:
         a player who has not consented."""
         room_name = check_text("room", room, MAX_KEY_CHARS)
         text, tag_tuple, topic = _fact_arguments(
-            self.limits, content, tags, importance, confidence, category, topic, expires_in
+            self.pack.limits, content, tags, importance, confidence, category, topic, expires_in
         )
         subject_key = None if subject is None else self._resolve.subject(subject)
         return self._knowledge.observe(
@@ -749,7 +607,7 @@ class MemoryPlugin:
             expires_in=expires_in,
         )
 
-    @_delivers
+    @delivers
     def learn_fact(
         self,
         npc: Ref,
@@ -770,7 +628,7 @@ class MemoryPlugin:
         :meth:`observe`."""
         handle = self._resolve.npc(npc)
         text, tag_tuple, topic = _fact_arguments(
-            self.limits, content, tags, importance, confidence, category, topic, expires_in
+            self.pack.limits, content, tags, importance, confidence, category, topic, expires_in
         )
         check_flag("locked", locked)
         subject_key = None if subject is None else self._resolve.subject(subject)
@@ -813,7 +671,7 @@ class MemoryPlugin:
         key = None if player is None else self._resolve.player(player, stored=True).identity.key
         check_int("k", k, 1, MAX_RECALL_K)
         check_flag("strengthen", strengthen)
-        check_query("query", query, self.limits.query_chars)
+        check_query("query", query, self.pack.limits.query_chars)
         return self._dialogue.recall(handle, key, query, k, strengthen=strengthen)
 
     def context(
@@ -832,7 +690,7 @@ class MemoryPlugin:
         and ``placeholders`` such as ``reputation``. Recalls memories (see :meth:`recall`)."""
         handle, target = self._resolve.npc(npc, stored=True), self._resolve.player(player, stored=True)
         check_int("max_tokens", max_tokens, 1, MAX_CONTEXT_TOKENS)
-        check_query("message", message, self.limits.query_chars)
+        check_query("message", message, self.pack.limits.query_chars)
         if providers is not None and (isinstance(providers, str) or not isinstance(providers, Iterable)):
             raise InvalidArgumentError(f"providers must be a list of context providers, got {providers!r}")
         chosen = list(DEFAULT_PROVIDERS if providers is None else providers)
@@ -848,36 +706,6 @@ class MemoryPlugin:
             raise InvalidArgumentError(f"provider names must be unique, got {names}")
         return self._dialogue.context(handle, target, message, max_tokens, chosen)
 
-    def prompt_messages(
-        self, npc: Ref, player: Ref, message: str, *, max_tokens: int = 1000
-    ) -> PromptMessages:
-        """A system prompt (persona from the archetype, what the NPC will and won't
-        discuss, the context) and the message list for an Anthropic Messages call: the
-        open conversation's lines, then ``message`` from the player."""
-        text = check_text("message", message, self.limits.query_chars)
-        context = self.context(npc, player, text, max_tokens=max_tokens)
-        handle, target = self._resolve.npc(npc, stored=True), self._resolve.player(player, stored=True)
-        return self._dialogue.prompt_messages(handle, target, text, context)
-
-    def reply(
-        self, npc: Ref, player: Ref, message: str, *, max_tokens: int = 1000, reply_tokens: int = 300
-    ) -> concurrent.futures.Future[Reply]:
-        """Ask the configured LLM for ``npc``'s next line to ``message``; returns at once
-        with a future of a :class:`Reply`: ``text``, or ``failure`` (over budget, circuit
-        open, timeout, API error, refusal, truncated), with its ``usage`` and ``cost_usd``
-        (counted in ``plugin.extraction.stats``). Every future resolves, at the latest
-        with "shut down" at uninstall. Raises if no LLM is configured; use
-        :meth:`prompt_messages` with your own client then."""
-        self._check_installed()
-        if self._pipeline.gateway is None:
-            raise NpcMemoryError(
-                "no LLM is configured: install with llm=npc_memory.AnthropicExtractor(...), "
-                "or send plugin.prompt_messages(...) with your own client"
-            )
-        check_int("reply_tokens", reply_tokens, 1, 8192)
-        prompt = self.prompt_messages(npc, player, message, max_tokens=max_tokens)
-        return self._dialogue.reply(self._resolve.npc(npc), prompt, reply_tokens)
-
     # ------------------------------------------------------------------ relationships
 
     def relationship(self, npc: Ref, player: Ref) -> Relationship:
@@ -886,7 +714,7 @@ class MemoryPlugin:
         handle, target = self._resolve.npc(npc, stored=True), self._resolve.player(player, stored=True)
         return copy.copy(self._relationships.peek(handle, target.identity.key, target.faction.faction))
 
-    @_delivers
+    @delivers
     def adjust_relationship(
         self, npc: Ref, player: Ref, *, expected_version: int | None = None, **deltas: float
     ) -> Relationship:
@@ -914,109 +742,11 @@ class MemoryPlugin:
                 )
         return self._relationships.change(handle, target.identity.key, checked)
 
-    @_delivers
+    @delivers
     def record_interaction(self, npc: Ref, player: Ref) -> Relationship:
         """Count one interaction between ``npc`` and ``player`` (they have now met).
         Returns the new relationship."""
         return self._relationships.record_interaction(self._resolve.npc(npc), self._resolve.player(player))
-
-    # ------------------------------------------------------------------ privacy
-
-    @_delivers
-    def forget_player(self, player: Ref, *, actor: str = "plugin") -> ForgetReport:
-        """Forget a player everywhere: the player (live or only in the store), every
-        NPC's memories about them and relationship with them, facts about them or
-        naming them (gossip copies included), their open conversations, conversation
-        summaries and waiting extraction work (a result still in flight is dropped when
-        it arrives), summaries and habits derived from them, their faction standing,
-        and — with a store — every generation on disk: the journal is folded and
-        emptied, older generations (``.prev``), damaged copies (``.broken``) and
-        temporary files that mention them are scrubbed, and their document is
-        deleted. The key and name then appear in no store file and no later export.
-
-        Idempotent (an unknown key is forgotten again harmlessly); takes time in
-        proportion to the world and waits for the store. Crash-safe: a kill in the
-        middle leaves a record the next ``install`` finds; it finishes the forgetting
-        (see :attr:`resumed`) and the audit log says so. ``actor`` names who asked
-        (recorded in the audit log, where the player appears only as a salted
-        pseudonym)."""
-        key = self._player_key(player)
-        return self._privacy.forget_player(key, actor=_actor(actor))
-
-    @_delivers
-    def end_game(self, game_id: str | None = None, *, actor: str = "plugin") -> EndGameReport:
-        """End game ``game_id`` (default: the current one, ``install(game_id=...)``):
-        its ``session`` and ``anon`` memories and facts are purged — or, with the
-        pack's ``privacy.end_game = "compact"``, folded into a few ``social`` memories
-        per NPC that name no player — as are the open conversations and summaries of
-        players who have not consented and everything held about anonymous
-        participants (the stored documents of those no longer in the live world
-        included). Saved at once; recorded in the audit log. On a PostgreSQL world
-        game servers share, the others end it in their NPCs when they next poll the
-        store (the report's ``waiting``: the servers still to)."""
-        if game_id is not None:
-            game_id = check_text("game_id", game_id, MAX_KEY_CHARS)
-        self._check_installed()
-        return self._privacy.end_game(game_id, actor=_actor(actor))
-
-    @_delivers
-    def set_consent(self, player: Ref, consent: bool, *, actor: str = "plugin") -> ConsentReport:
-        """Record whether ``player`` agrees to be remembered across games. Withdrawn:
-        their ``player`` and ``social`` memories and facts become ``anon`` fragments of
-        the current game with their name and key taken out (the next ``end_game``
-        removes them), or are purged (pack ``privacy.withdrawn_consent = "purge"``).
-        Given again: new memories are ``player``-scoped; nothing already anonymised
-        is linked back. Recorded in the audit log. On a PostgreSQL world game
-        servers share, a withdrawal reaches the other servers' NPCs when they next
-        poll the store (the report's ``waiting``: the servers still to)."""
-        check_flag("consent", consent)
-        key = self._player_key(player)
-        return self._privacy.set_consent(key, consent, actor=_actor(actor))
-
-    @_delivers
-    def clone(
-        self,
-        source_npc: Ref,
-        target_npc: Ref,
-        categories: Iterable[str] = ("profile", "social", "knowledge"),
-        *,
-        dry_run: bool = True,
-        actor: str = "plugin",
-    ) -> ClonePlan:
-        """Copy ``source_npc``'s general memories to ``target_npc``: ``profile`` and
-        ``social`` world memories, and ``knowledge`` (facts about no player). Never
-        copied: memories about a player, ``session`` and ``anon`` items, anything
-        tagged sensitive or game-only (pack ``privacy.sensitive_tags``), flagged by
-        the safety filter, or naming a player who has not consented. Each copy records
-        ``cloned_from`` and ``cloned_at``. ``dry_run`` (the default) returns the plan
-        without writing; a real run copies exactly what the dry run listed. Both are
-        recorded in the audit log."""
-        source = self._resolve.npc(source_npc, stored=True)
-        target = self._resolve.npc(target_npc, stored=True)
-        if source.identity.key == target.identity.key:
-            raise InvalidArgumentError("clone needs two different NPCs")
-        if isinstance(categories, str) or not isinstance(categories, Iterable):
-            raise InvalidArgumentError(f"categories must be a list of names, got {categories!r}")
-        chosen = list(dict.fromkeys(categories))
-        unknown = [c for c in chosen if c not in CLONE_CATEGORIES]
-        if unknown or not chosen:
-            raise InvalidArgumentError(
-                f"categories must be some of {', '.join(CLONE_CATEGORIES)}, got {list(categories)!r}"
-            )
-        check_flag("dry_run", dry_run)
-        return self._privacy.clone(source, target, chosen, dry_run=dry_run, actor=_actor(actor))
-
-    def _player_key(self, player: Ref) -> str:
-        """The key of a live or stored player, or of one known only by key (forgotten)."""
-        self._check_installed()
-        if isinstance(player, str):
-            key = check_text("player", player, MAX_KEY_CHARS)
-            if self._state.registry.live_npc(key) is not None or isinstance(
-                self._state.stored.get(key), NpcDocument
-            ):
-                raise InvalidArgumentError(f"{key!r} is an NPC, not a player")
-            return key
-        return self._resolve.player(player).identity.key
 
     # ------------------------------------------------------------------ events
 
@@ -1026,15 +756,10 @@ class MemoryPlugin:
         subscription; ``cancel()`` it to stop."""
         return self._state.events.bus.subscribe(event_type, handler)
 
-    def off(self, subscription: Subscription) -> None:
-        """End a subscription made with :meth:`on`."""
-        self._state.events.bus.unsubscribe(subscription)
-
     # ------------------------------------------------------------------ checks
 
     def _check_installed(self) -> None:
-        if not self._installed:
-            raise NotInstalledError(f"this npc_memory plugin was uninstalled from {self.world!r}")
+        check_installed(self._state)
 
     def _spawn_arguments(
         self, key: str, name: str | None, room: str | None
@@ -1050,10 +775,6 @@ class MemoryPlugin:
                 f"key {key!r} is already used by entity {self._state.registry.by_key[key]}"
             )
         return key, None if name is None else check_text("name", name, MAX_KEY_CHARS), check_room(room)
-
-
-def _actor(actor: str) -> str:
-    return check_text("actor", actor, MAX_KEY_CHARS)
 
 
 def _entity(handle: NpcHandle | PlayerHandle) -> int:
