@@ -109,8 +109,9 @@ class FrameCollector:
     frame. CPython's count of pending objects is net: it falls when *any* tracked container
     dies, however old, so in a world that has reached its caps (a new fact for each one
     evicted) it stays low while the young generation grows without bound. Counting frames
-    as well keeps forced pauses about ``longest`` however the count goes; without that a
-    busy world's forced collections took 17 ms at first and 190–410 ms once it was full.
+    as well keeps forced pauses about ``longest`` however the count goes; counted by
+    objects alone, a busy world's forced collections take 17 ms at first and 190–410 ms
+    once it is full.
 
     Usage::
 

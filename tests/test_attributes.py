@@ -112,6 +112,8 @@ def test_a_correction_within_one_conversation_counts(plugin: npc_memory.MemoryPl
     )
     names = about(plugin, "name")
     assert [(f.believed, f.disbelief) for f in names] == [(False, "corrected"), (True, None)]
+    summary = plugin.npc("hilda").working.recent["quinn"][-1].summary  # what the NPC keeps of the talk
+    assert "Quinn Finch" in summary and "Name's Greylock" not in summary
 
 
 def test_what_a_player_confides_is_never_gossiped(plugin: npc_memory.MemoryPlugin) -> None:

@@ -295,7 +295,8 @@ def test_the_plugin_leaves_the_garbage_collector_as_the_game_set_it(tmp_path: Pa
             plugin.remember(f"npc{i}", None, f"The mill burned down, part {i}")
         tick("gcw", 25)
         plugin.save()
-        assert gc.isenabled() and gc.get_freeze_count() == frozen
+        # Nothing frozen: objects an earlier test froze may die meanwhile, none are added.
+        assert gc.isenabled() and gc.get_freeze_count() <= frozen
         npc_memory.uninstall("gcw")
         gc.callbacks.append(seen)
         try:
@@ -303,7 +304,7 @@ def test_the_plugin_leaves_the_garbage_collector_as_the_game_set_it(tmp_path: Pa
         finally:
             gc.callbacks.remove(seen)
         assert len(again.storage.stored_npcs()) == 40
-        assert collections and gc.isenabled() and gc.get_freeze_count() == frozen
+        assert collections and gc.isenabled() and gc.get_freeze_count() <= frozen
     finally:
         gc.set_threshold(*thresholds)
 

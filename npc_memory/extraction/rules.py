@@ -777,12 +777,15 @@ def is_offer(text: str) -> bool:
     return _OFFER.search(text) is not None
 
 
-def summarize(job: ExtractionJob, limit: int = 120) -> str:
+def summarize(job: ExtractionJob, limit: int = 120, owns_up: re.Pattern[str] | None = None) -> str:
     """A one-line summary of a conversation for working memory: who, how long, and the
-    player's first line."""
+    player's first line; or, when a later line of theirs owns up to something
+    (``owns_up``, the pack's ``[knowledge] corrections``), the last such line."""
     names = (job.player_name.lower(), job.player.lower())
     player_lines = [t.text for t in job.turns if t.speaker.lower() in names]
     opening = (player_lines or [t.text for t in job.turns] or [""])[0]
+    if owns_up is not None:
+        opening = next((line for line in reversed(player_lines[1:]) if owns_up.search(line)), opening)
     if len(opening) > limit:
         opening = opening[: limit - 3] + "..."
     lines = "1 line" if len(job.turns) == 1 else f"{len(job.turns)} lines"

@@ -27,8 +27,8 @@ output limit: the content pack allows at most 8,192 output tokens, about 32 KiB 
 and even if every character were JSON-escaped as ``\\uXXXX`` inside the text block
 (6 bytes each) the body stays under 200 KiB. Decoding and validating an answer just under
 the cap takes ~0.9 ms of the worker thread (``benchmarks/test_bench_extraction.py``);
-before the cap a 4 MB answer was parsed whole, and ticks running meanwhile stalled up to
-27 ms waiting for the GIL (measured with the same load as that benchmark)."""
+without a cap a 4 MB answer is parsed whole, and ticks running meanwhile wait up to
+27 ms for the GIL (with the same load as that benchmark)."""
 
 
 class ResponseTooLargeError(Exception):

@@ -8,43 +8,29 @@ and then delivers the events the call queued.
 from __future__ import annotations
 
 import copy
-import enum
 import logging
-import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 import esper
 
 from npc_memory.components import (
-    DIMENSIONS,
     MEMORY_KINDS,
-    SELF,
-    VALENCES,
     Fact,
-    FactCategory,
     Memory,
     MemoryKind,
-    MemorySource,
     NpcHandle,
     PlayerHandle,
     Relationship,
-    Scope,
-    TriggerContext,
     Turn,
-    Valence,
 )
-from npc_memory.components.relationship import Dimension
-from npc_memory.content.schema import Limits
 from npc_memory.context.builder import ContextProvider, PromptContext
 from npc_memory.context.providers import DEFAULT_PROVIDERS
 from npc_memory.errors import (
     EventHandlerError,
     InvalidArgumentError,
     NpcMemoryError,
-    PrivacyError,
     StoreError,
-    VersionConflictError,
 )
 from npc_memory.events import Event
 from npc_memory.extraction.pipeline import ExtractionPipeline
@@ -55,23 +41,14 @@ from npc_memory.plugin.storage import StorageCalls
 from npc_memory.plugin.wiring import Services, Ticks, attach
 from npc_memory.query import MemoryQuery
 from npc_memory.rules.validation import (
-    GAME_ONLY_TAGS,
     MAX_KEY_CHARS,
     MAX_RECALL_K,
-    check_category,
     check_flag,
-    check_game_seconds,
     check_int,
     check_key_or_none,
-    check_keys,
     check_query,
     check_room,
-    check_scope,
-    check_source,
-    check_tags,
     check_text,
-    check_trigger,
-    check_unit,
 )
 from npc_memory.services import (
     ConversationEnded,
@@ -89,6 +66,7 @@ from npc_memory.services import (
     Resolver,
     SafetyService,
 )
+from npc_memory.services.calls import CheckedCalls, FactOptions, LearnOptions, RememberOptions
 from npc_memory.services.privacy import (
     ClonePlan,
     ConsentReport,
@@ -122,10 +100,6 @@ __all__ = [
     "PromptMessages",
     "Ref",
 ]
-
-
-class _Default(enum.Enum):
-    PLAYER = "the player the memory is about"
 
 
 class MemoryPlugin:
@@ -167,6 +141,10 @@ class MemoryPlugin:
         self._privacy = PrivacyService(
             state, self._persistence, self._memories, self._knowledge, self._relationships,
             self._conversations, self._maintenance,
+        )  # fmt: skip
+        self._calls = CheckedCalls(
+            state, self._resolve, self._memories, self._knowledge, self._relationships, self._population,
+            self._privacy,
         )  # fmt: skip
         self.query = MemoryQuery(self._resolve, self._relationships, self._knowledge, self._memories)
         """Typed, in-memory questions for game logic."""
@@ -308,7 +286,7 @@ class MemoryPlugin:
         deleted from esper), its memories and relationships are restored, and the saved
         name, faction, archetype and room fill in whichever arguments are ``None``.
         """
-        key, name, room = self._spawn_arguments(key, name, room)
+        key, name, room = self._calls.spawn_arguments(key, name, room)
         faction, archetype = check_key_or_none("faction", faction), check_key_or_none("archetype", archetype)
         return _entity(self._population.add_npc(entity, key, name, faction, archetype, room))
 
@@ -334,7 +312,7 @@ class MemoryPlugin:
         for label, value in (("consent", consent), ("anonymous", anonymous)):
             if value is not None and not isinstance(value, bool):
                 raise InvalidArgumentError(f"{label} must be True, False or None, got {value!r}")
-        key, name, room = self._spawn_arguments(key, name, room)
+        key, name, room = self._calls.spawn_arguments(key, name, room)
         faction = check_key_or_none("faction", faction)
         return _entity(self._population.add_player(entity, key, name, faction, room, consent, anonymous))
 
@@ -394,30 +372,16 @@ class MemoryPlugin:
 
     @delivers
     def remember(
-        self,
-        npc: Ref,
-        player: Ref | None,
-        content: str,
-        *,
-        kind: MemoryKind = "episodic",
-        tags: Iterable[str] = (),
-        importance: float = 0.5,
-        confidence: float = 1.0,
-        valence: Valence = "neutral",
-        intensity: float = 0.0,
-        locked: bool = False,
-        scope: Scope | None = None,
-        room: str | None = None,
-        source_conversation: str | None = None,
-        pattern: str | None = None,
-        trigger: TriggerContext | None = None,
-        source_episodes: Iterable[str] = (),
-        affect_relationship: bool = False,
-        actor: Ref | _Default | None = _Default.PLAYER,
-        source: MemorySource = "authored",
-        teller: Ref | None = None,
+        self, npc: Ref, player: Ref | None, content: str, **options: Unpack[RememberOptions]
     ) -> Memory:
         """Store a memory of ``npc`` about ``player`` (``None``: about the world).
+
+        Keyword options (:class:`~npc_memory.services.calls.RememberOptions`) and their
+        defaults: ``kind="episodic"``, ``tags=()``, ``importance=0.5``, ``confidence=1.0``,
+        ``valence="neutral"``, ``intensity=0.0``, ``locked=False``, ``scope``, ``room``,
+        ``source_conversation=None``, ``pattern``, ``trigger=None``, ``source_episodes=()``,
+        ``affect_relationship=False``, ``actor``, ``source="authored"``, ``teller=None``;
+        an unknown one raises :class:`InvalidArgumentError`.
 
         ``actor`` is whose deed or words it records: by default ``player`` (no one known,
         ``None``, for a world memory); ``"self"`` for the NPC's own; another NPC or
@@ -450,66 +414,7 @@ class MemoryPlugin:
         placeholders, and content that tries to instruct a model is kept as a marked
         quotation tagged ``flagged`` that moves no relationship.
         """
-        handle = self._resolve.npc(npc)
-        target = None if player is None else self._resolve.player(player)
-        limits: Limits = self.pack.limits
-        text = check_text("content", content, limits.content_chars)
-        tag_tuple = _check_tags(tags, "memories", limits)
-        if kind not in MEMORY_KINDS:
-            raise InvalidArgumentError(f"kind must be one of {', '.join(MEMORY_KINDS)}, got {kind!r}")
-        if valence not in VALENCES:
-            raise InvalidArgumentError(f"valence must be one of {', '.join(VALENCES)}, got {valence!r}")
-        for label, value in (
-            ("importance", importance),
-            ("confidence", confidence),
-            ("intensity", intensity),
-        ):
-            check_unit(label, value)
-        check_flag("locked", locked)
-        check_flag("affect_relationship", affect_relationship)
-        resolved_scope = check_scope(scope, target)
-        if target is None:
-            self._privacy.check_world_memory(text, resolved_scope)
-        if affect_relationship and target is None:
-            raise InvalidArgumentError("affect_relationship needs a player, not a world-scoped memory")
-        if kind != "procedural" and (pattern is not None or trigger is not None):
-            raise InvalidArgumentError("pattern and trigger apply to procedural memories only")
-        trigger = check_trigger(trigger, limits)
-        if source_conversation is not None:
-            source_conversation = check_text("source_conversation", source_conversation, MAX_KEY_CHARS)
-        episodes = check_keys("source_episodes", source_episodes, self.pack.memory.episodic_cap)
-        if episodes and kind != "semantic":
-            raise InvalidArgumentError("source_episodes apply to semantic memories only")
-        key = None if target is None else target.identity.key
-        who = key if actor is _Default.PLAYER else self._resolve.actor(actor)
-        told_by = self._resolve.actor(teller, "teller")
-        check_source(source)
-        held = handle.bank.pair(key)
-        known = {m.id for m in held.all()} if held is not None else set()
-        if unknown := [e for e in episodes if e not in known]:
-            raise InvalidArgumentError(f"source_episodes not held for this pair: {', '.join(unknown)}")
-        return self._memories.remember(
-            handle,
-            key,
-            text,
-            kind=kind,
-            tags=tag_tuple,
-            importance=importance,
-            confidence=confidence,
-            valence=valence,
-            intensity=intensity,
-            locked=locked,
-            scope=resolved_scope,
-            room=check_room(room),
-            source_conversation=source_conversation,
-            pattern=None if pattern is None else check_text("pattern", pattern, limits.content_chars),
-            trigger=trigger,
-            source_episodes=episodes,
-            affect_relationship=affect_relationship,
-            actor=who,
-            source=source,
-            teller=told_by,
-        )
+        return self._calls.remember(npc, player, content, options)
 
     def memories(
         self, npc: Ref, player: Ref | None = None, *, kind: MemoryKind | None = None
@@ -565,19 +470,7 @@ class MemoryPlugin:
     # ------------------------------------------------------------------ knowledge
 
     @delivers
-    def observe(
-        self,
-        *,
-        room: str,
-        content: str,
-        subject: Ref | None = None,
-        tags: Iterable[str] = (),
-        importance: float = 0.5,
-        confidence: float = 1.0,
-        category: FactCategory | None = None,
-        topic: str | None = None,
-        expires_in: float | None = None,
-    ) -> list[str]:
+    def observe(self, *, room: str, content: str, **options: Unpack[FactOptions]) -> list[str]:
         """Every NPC in ``room`` witnesses something: each learns it first-hand (source
         ``observation``), and if ``subject`` is a player the tags move each witness's
         relationship by the pack's tag rules. ``topic`` names what the fact is a claim
@@ -588,66 +481,20 @@ class MemoryPlugin:
         keys of the witnesses (sorted); none when the safety screen flagged the content and
         the pack drops flagged text. The facts' scope follows the subject's consent (see
         :meth:`end_game`); about no one, ``social``, or ``session`` when the content names
-        a player who has not consented."""
-        room_name = check_text("room", room, MAX_KEY_CHARS)
-        text, tag_tuple, topic = _fact_arguments(
-            self.pack.limits, content, tags, importance, confidence, category, topic, expires_in
-        )
-        subject_key = None if subject is None else self._resolve.subject(subject)
-        return self._knowledge.observe(
-            room_name,
-            text,
-            scope=self._privacy.world_fact_scope(text) if subject_key is None else None,
-            subject=subject_key,
-            tags=tag_tuple,
-            importance=float(importance),
-            confidence=float(confidence),
-            category=category,
-            topic=topic,
-            expires_in=expires_in,
-        )
+        a player who has not consented.
+
+        Keyword options (:class:`~npc_memory.services.calls.FactOptions`) and their
+        defaults: ``subject=None``, ``tags=()``, ``importance=0.5``, ``confidence=1.0``,
+        ``category`` (from the subject), ``topic=None``, ``expires_in=None`` (never)."""
+        return self._calls.observe(room, content, options)
 
     @delivers
-    def learn_fact(
-        self,
-        npc: Ref,
-        content: str,
-        *,
-        subject: Ref | None = None,
-        tags: Iterable[str] = (),
-        importance: float = 0.5,
-        confidence: float = 1.0,
-        category: FactCategory | None = None,
-        topic: str | None = None,
-        locked: bool = False,
-        expires_in: float | None = None,
-    ) -> Fact | None:
+    def learn_fact(self, npc: Ref, content: str, **options: Unpack[LearnOptions]) -> Fact | None:
         """Give one NPC an authored fact (quest logic, scripted lore). Returns the
         stored fact, or ``None`` if the NPC already knew it (or the safety screen flagged
-        it and the pack drops flagged text). Its scope and ``topic`` are as for
-        :meth:`observe`."""
-        handle = self._resolve.npc(npc)
-        text, tag_tuple, topic = _fact_arguments(
-            self.pack.limits, content, tags, importance, confidence, category, topic, expires_in
-        )
-        check_flag("locked", locked)
-        subject_key = None if subject is None else self._resolve.subject(subject)
-        return self._knowledge.learn(
-            handle,
-            content=text,
-            category=category or self._knowledge.category_of(subject_key),
-            subject=subject_key,
-            topic=topic,
-            tags=tag_tuple,
-            confidence=float(confidence),
-            importance=float(importance),
-            source="authored",
-            room=handle.location.room,
-            locked=locked,
-            expires_in=expires_in,
-            origin=f"authored:{handle.identity.key}:{text}",
-            scope=self._privacy.world_fact_scope(text) if subject_key is None else None,
-        )
+        it and the pack drops flagged text). Takes the options of :meth:`observe` and
+        ``locked=False``; its scope and ``topic`` are as there."""
+        return self._calls.learn_fact(npc, content, options)
 
     def facts(self, npc: Ref, *, include_disbelieved: bool = False) -> list[Fact]:
         """What ``npc`` knows: the facts it believes (and, if asked, the ones it no
@@ -722,25 +569,7 @@ class MemoryPlugin:
         stays clamped to [0, 1]. With ``expected_version`` the change applies only if
         the relationship is still at that version (else :class:`VersionConflictError`).
         Fires threshold and stage events. Returns the new relationship."""
-        handle, target = self._resolve.npc(npc), self._resolve.player(player)
-        checked: dict[Dimension, float] = {}
-        for name, delta in deltas.items():
-            if name not in DIMENSIONS:
-                raise InvalidArgumentError(
-                    f"unknown relationship dimension {name!r}; expected one of {', '.join(DIMENSIONS)}"
-                )
-            if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta):
-                raise InvalidArgumentError(f"delta for {name!r} must be a finite number, got {delta!r}")
-            checked[name] = float(delta)
-        if expected_version is not None:
-            check_int("expected_version", expected_version, 0, 2**62)
-            current = self._relationships.peek(handle, target.identity.key, target.faction.faction).version
-            if current != expected_version:
-                raise VersionConflictError(
-                    f"relationship {handle.identity.key!r}→{target.identity.key!r} is at version "
-                    f"{current}, not {expected_version}"
-                )
-        return self._relationships.change(handle, target.identity.key, checked)
+        return self._calls.adjust_relationship(npc, player, expected_version, deltas)
 
     @delivers
     def record_interaction(self, npc: Ref, player: Ref) -> Relationship:
@@ -761,50 +590,7 @@ class MemoryPlugin:
     def _check_installed(self) -> None:
         check_installed(self._state)
 
-    def _spawn_arguments(
-        self, key: str, name: str | None, room: str | None
-    ) -> tuple[str, str | None, str | None]:
-        key = check_text("key", key, MAX_KEY_CHARS)
-        if key == SELF:
-            raise InvalidArgumentError(f"key {SELF!r} is reserved: a memory's actor {SELF!r} is its NPC")
-        self._population.free_stale_key(key)
-        if key in self._state.registry.by_key:
-            from npc_memory.errors import DuplicateKeyError
-
-            raise DuplicateKeyError(
-                f"key {key!r} is already used by entity {self._state.registry.by_key[key]}"
-            )
-        return key, None if name is None else check_text("name", name, MAX_KEY_CHARS), check_room(room)
-
 
 def _entity(handle: NpcHandle | PlayerHandle) -> int:
     assert handle.entity is not None
     return handle.entity
-
-
-def _check_tags(tags: Iterable[str], what: str, limits: Limits) -> tuple[str, ...]:
-    tag_tuple = check_tags(tags, limits)
-    if GAME_ONLY_TAGS.intersection(tag_tuple):
-        raise PrivacyError(f"{what} tagged 'game-only' are game clues and are never stored")
-    return tag_tuple
-
-
-def _fact_arguments(
-    limits: Limits,
-    content: str,
-    tags: Iterable[str],
-    importance: float,
-    confidence: float,
-    category: str | None,
-    topic: str | None,
-    expires_in: float | None,
-) -> tuple[str, tuple[str, ...], str | None]:
-    """Checked content, tags and topic (default: none) of a fact to learn."""
-    text = check_text("content", content, limits.content_chars)
-    tag_tuple = _check_tags(tags, "facts", limits)
-    check_unit("importance", importance)
-    check_unit("confidence", confidence)
-    check_category(category)
-    if expires_in is not None:
-        check_game_seconds("expires_in", expires_in)
-    return text, tag_tuple, None if topic is None else check_text("topic", topic, MAX_KEY_CHARS)

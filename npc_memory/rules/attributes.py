@@ -43,8 +43,8 @@ class AttributeReader:
             for name, attribute in rules.attributes.items()
             if attribute.cues
         ]
-        self.corrections = _any_of(rules.corrections)
-        self.changes = _any_of(rules.changes)
+        self.corrections = any_of(rules.corrections)
+        self.changes = any_of(rules.changes)
 
     def read(self, content: str, player_name: str) -> Statement | None:
         """The statement ``content`` (a memory of what the player said: their words in
@@ -99,5 +99,6 @@ def value_after(text: str, start: int, player_name: str = "") -> frozenset[str]:
     return frozenset()
 
 
-def _any_of(patterns: list[str]) -> re.Pattern[str] | None:
+def any_of(patterns: list[str]) -> re.Pattern[str] | None:
+    """One case-blind pattern matching any of ``patterns`` at a word start; ``None`` for none."""
     return re.compile(rf"\b(?:{'|'.join(patterns)})", re.IGNORECASE) if patterns else None

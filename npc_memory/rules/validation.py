@@ -112,10 +112,11 @@ def check_key_or_none(field: str, value: str | None) -> str | None:
     return None if value is None else check_text(field, value, MAX_KEY_CHARS)
 
 
-def check_unit(field: str, value: float) -> None:
-    """``value`` must be a number in [0, 1]."""
+def check_unit(field: str, value: float) -> float:
+    """``value`` must be a number in [0, 1]; returned as a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
         raise InvalidArgumentError(f"{field} must be a number in [0, 1], got {value!r}")
+    return float(value)
 
 
 def check_query(field: str, value: str, limit: int) -> str:

@@ -179,9 +179,10 @@ class ConversationService:
             turns=tuple(turns),
             ended_at=self.state.clock.now,
         )
+        owns_up = self.knowledge.attribute_reader().corrections
         summary = ConversationSummary(
             conversation=job.conversation,
-            summary=summarize(msgspec.structs.replace(job, turns=every)),
+            summary=summarize(msgspec.structs.replace(job, turns=every), owns_up=owns_up),
             turns=len(every),
             ended_at=job.ended_at,
         )

@@ -279,7 +279,7 @@ class KnowledgeService:
         ``changed`` when they say it changed, else ``contradicted``; of an attribute of
         several values it is added beside, and takes the latest one's place only when
         corrected or changed."""
-        reader = self._attribute_reader()
+        reader = self.attribute_reader()
         statement = reader.read(content, player_name)
         if statement is None:
             return None
@@ -329,7 +329,7 @@ class KnowledgeService:
             )
         return fact
 
-    def _attribute_reader(self) -> AttributeReader:
+    def attribute_reader(self) -> AttributeReader:
         """The reader of the installed pack's attributes (made again if the pack changed)."""
         rules = self.state.pack.knowledge
         if self._attributes is None or self._attributes[0] is not rules:
