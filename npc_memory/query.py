@@ -156,7 +156,10 @@ class MemoryQuery:
             rival = next((f for f in handle.knowledge.facts if f.id == fact.displaced_by), None)
             against = f' "{rival.content}"' if rival is not None else ""
             if fact.disbelief == "outweighed":
-                status += f", outweighed by a better-founded claim about the same {fact.topic}{against}"
+                about = f" about the same {fact.topic}" if fact.topic is not None else ""
+                status += f", outweighed by a better-founded claim{about}{against}"
+            elif fact.disbelief == "denied":
+                status += f", denied by {self._name(fact.subject or '')}:{against}"
             elif fact.disbelief is not None:
                 what = fact.attribute or fact.topic or "it"
                 status += {

@@ -9,9 +9,10 @@ import shutil
 from pathlib import Path
 
 import npc_memory
+from npc_memory.components import Fact
 from npc_memory.store import SCHEMA_VERSION, TinyDBStore
 
-from .conftest import Village, tick
+from .conftest import Village, settle, tick
 
 SCHEMA_3_STORE = Path(__file__).parent / "fixtures" / "store_schema3"  # tests/fixtures/make_store_schema3.py
 
@@ -124,3 +125,74 @@ def test_a_listener_who_heard_a_rumour_learns_its_correction_from_a_teller_who_k
     assert believed.content == "Bram hides at the harbour" and believed.source == "gossip"
     old = next(f for f in p.facts("tova", include_disbelieved=True) if f.content == "Bram hides at the mill")
     assert (old.believed, old.disbelief, old.displaced_by) == (False, "outweighed", believed.id)
+
+
+def hear_until(p: npc_memory.MemoryPlugin, npc: str, content: str, ticks: int = 300) -> Fact:
+    """Tick until ``npc`` holds a fact of ``content``; that fact."""
+    for _ in range(ticks):
+        held = next((f for f in p.facts(npc, include_disbelieved=True) if f.content == content), None)
+        if held is not None:
+            return held
+        tick("test", 1)
+    raise AssertionError(f"{npc} never heard {content!r}")
+
+
+def talk(p: npc_memory.MemoryPlugin, npc: str, player: str, *lines: tuple[str, str]) -> None:
+    for speaker, line in lines:
+        p.say(npc, player, speaker, line)
+    p.end_conversation(npc, player)
+    settle("test")
+
+
+def test_a_player_s_denial_outweighs_a_rumour_and_reaches_those_who_heard_it(village: Village) -> None:
+    p = village.plugin
+    p.add_npc(key="tova", name="Tova", room="barracks")
+    p.observe(room="barracks", subject="bram", content="Bram stole a purse from Bo", tags=["theft"], importance=0.8)
+    p.move("brandt", "forge")  # Brandt, who saw it, tells Hilda
+    rumour = hear_until(p, "hilda", "Bram stole a purse from Bo")
+    assert rumour.source == "gossip" and rumour.believed
+    p.move("brandt", "barracks")
+    p.move("bram", "forge")
+    talk(p, "hilda", "bram", ("Hilda", "Word is you lifted a purse off poor Bo."),
+         ("Bram", "Wasn't me. I was down at the docks all night."))  # fmt: skip
+    rumour = next(f for f in p.facts("hilda", include_disbelieved=True) if f.id == rumour.id)
+    [denial] = [f for f in p.query.beliefs_about("hilda", "bram") if f.content.startswith("Bram denied it")]
+    assert (rumour.believed, rumour.disbelief, rumour.displaced_by) == (False, "denied", denial.id)
+    assert "Wasn't me." in denial.content and denial.source == "conversation" and denial.tags == ()
+    assert 'denied by Bram: "Bram denied it' in p.query.why("hilda", rumour.id)
+    # Tova heard the rumour from Brandt; Hilda, who knows the denial, tells her
+    assert next(f for f in p.facts("tova") if f.content == "Bram stole a purse from Bo").believed
+    p.move("tova", "forge")
+    told = hear_until(p, "tova", denial.content)
+    held = next(f for f in p.facts("tova", include_disbelieved=True) if f.content == "Bram stole a purse from Bo")
+    assert told.believed and (held.believed, held.displaced_by) == (False, told.id)
+
+
+def test_a_denial_of_what_the_npc_saw_is_kept_and_not_believed(village: Village) -> None:
+    p = village.plugin
+    p.move("bram", "forge")
+    p.observe(room="forge", subject="bram", content="Bram stole a purse from Bo", tags=["theft"], importance=0.8)
+    talk(p, "hilda", "bram", ("Bram", "I never stole that purse, whatever you think you saw."))
+    [seen] = p.query.beliefs_about("hilda", "bram")
+    assert seen.content == "Bram stole a purse from Bo" and seen.source == "observation"
+    [denial] = [f for f in p.facts("hilda", include_disbelieved=True) if f.content.startswith("Bram denied")]
+    assert (denial.believed, denial.disbelief, denial.displaced_by) == (False, "outweighed", seen.id)
+
+
+def test_a_denial_answers_the_claim_it_names_and_no_other(village: Village) -> None:
+    p = village.plugin
+    p.move("bram", "forge")
+    p.learn_fact("hilda", "Bram stole a ring from Ada", subject="bram", tags=["theft"], confidence=0.5)
+    p.learn_fact("hilda", "Bram mended the forge bellows", subject="bram", confidence=0.5)
+    talk(p, "hilda", "bram",
+         ("Bram", "I didn't catch your name, smith."),  # no denial
+         ("Hilda", "Hilda. And the bellows?"),
+         ("Bram", "Fixed them, aye. You think I stole Ada's ring?"),  # a question denies nothing
+         ("Hilda", "Everyone says you took Ada's ring."),
+         ("Bram", "That's a lie."))  # fmt: skip
+    believed = {f.content for f in p.query.beliefs_about("hilda", "bram")}
+    ring = next(f for f in p.facts("hilda", include_disbelieved=True) if f.content == "Bram stole a ring from Ada")
+    assert ring.disbelief == "denied" and "Bram mended the forge bellows" in believed
+    assert [f.content for f in p.facts("hilda") if f.content.startswith("Bram denied")] == [
+        'Bram denied it ("Bram stole a ring from Ada"): "That\'s a lie."'
+    ]

@@ -11,15 +11,16 @@ from npc_memory.components.memory import MemorySource, Scope
 
 FactCategory = Literal["player_trait", "world_event", "location", "npc_gossip", "faction_intel"]
 FactSource = Literal["observation", "conversation", "gossip", "authored"]
-Disbelief = Literal["outweighed", "corrected", "changed", "contradicted"]
+Disbelief = Literal["outweighed", "corrected", "changed", "contradicted", "denied"]
 """Why a fact stopped being believed: ``outweighed``, a rival claim on the same topic
 came with stronger evidence (or as strong and newer); of what a player said about
 themselves (an attribute), ``corrected`` when they owned up to it ("the truth is…"),
 ``changed`` when they said it changed ("I live by the harbour now"), ``contradicted``
 when they said otherwise later without a word about it (an inconsistency the NPC
-noticed)."""
+noticed); ``denied``, a claim about a player that the player denied to the NPC, the
+denial being the better founded ("Wasn't me." against a rumour)."""
 
-DISBELIEFS: tuple[Disbelief, ...] = ("outweighed", "corrected", "changed", "contradicted")
+DISBELIEFS: tuple[Disbelief, ...] = ("outweighed", "corrected", "changed", "contradicted", "denied")
 
 FACT_SOURCE_OF: dict[MemorySource, FactSource] = {
     "witnessed": "observation",

@@ -552,3 +552,21 @@ CHANGES: list[str] = [
 ]
 """A player saying that something about them changed: what they say next about the same
 attribute replaces it without making them a liar."""
+
+DENIALS: list[str] = [
+    r"(?:it |that )?(?:wasn'?t|was not|weren'?t|were not) (?:me|us|my doing|our doing)\b",
+    r"^(?:no,? )?not me\b", r"i'?m innocent", r"i had nothing to do with",
+    r"i (?:never|didn'?t|did not|would never|wouldn'?t) (?:even )?(?:do|did|steal|stole|take|took|touch"
+    r"|touched|lay|laid|hurt|kill|killed|start|started|set|break|broke|burn|burned|burnt)\b",
+    r"i (?:never|didn'?t|did not|would never|wouldn'?t) (?:even )?(?:cheat|cheated|harm|harmed|hit|strike"
+    r"|struck|attack|attacked|rob|robbed|pinch|pinched|lift|lifted|swipe|swiped|poison|poisoned|smash"
+    r"|smashed|wreck|wrecked|threaten|threatened|lie|lied|spread)\b",
+    r"(?:that'?s|that is|it'?s|it is|all|those are|that was|it was) (?:a |all |nothing but |just )?"
+    r"(?:lies?|slander|false|untrue|not true|rubbish|nonsense|a rumou?r)\b",
+    r"i'?m (?:no|not a) (?:thief|liar|murderer|cheat|killer|brawler|arsonist)",
+    r"i was(?:n'?t| not) (?:even )?(?:there|near|in)",
+    r"(?:someone|somebody) else (?:did|took|stole|started)",
+    r"never laid a (?:hand|finger) on",
+]
+"""A player denying something said of them ("Wasn't me.", "I never stole that purse"):
+when it answers a claim the NPC holds about them, the two compete as rival claims."""

@@ -615,6 +615,12 @@ class KnowledgeRules(_Model):
     the same line or the one before: "The truth is…"), a change when they say it changed
     (one of ``changes``: "I live by the harbour now"), and otherwise a contradiction the
     NPC noticed; the older statement is kept, no longer believed, for that reason.
+
+    A player's line that denies something (one of ``denials``: "Wasn't me.", "I never
+    stole that purse") and answers a claim the NPC holds about them (its words, or a cue
+    of one of its tags, in the line or in the NPC's line before) is a rival of that claim,
+    with confidence ``denial_confidence``: the better founded of the two is believed (by
+    default a denial outweighs a rumour, never what the NPC saw), the other is kept.
     """
 
     cap: PositiveInt = 500
@@ -640,6 +646,8 @@ class KnowledgeRules(_Model):
     attributes: dict[Key, PlayerAttribute] = Field(default_factory=dict, validate_default=True)
     corrections: list[Pattern] = Field(default_factory=lambda: list(defaults.CORRECTIONS))
     changes: list[Pattern] = Field(default_factory=lambda: list(defaults.CHANGES))
+    denials: list[Pattern] = Field(default_factory=lambda: list(defaults.DENIALS))
+    denial_confidence: Unit = 0.7
 
     @field_validator("attributes", mode="before")
     @classmethod

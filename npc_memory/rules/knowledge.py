@@ -1,11 +1,11 @@
 """Learning facts: competing beliefs, expiry, the cap, and what may be gossiped.
 
 Facts compete only as rival claims: the same subject and topic (a fact without a topic
-competes with none; the same claim merges). The evidence of a fact is its confidence ×
-the weight of its source (first-hand observation and authored facts weigh most, gossip
-least); the stronger evidence is believed, a tie goes to the newer fact. The loser
-stays, marked as disbelieved since that moment, why, and in favour of which fact —
-never deleted.
+competes with none; the same claim merges), or a claim about a player and the player's
+denial of it. The evidence of a fact is its confidence × the weight of its source
+(first-hand observation and authored facts weigh most, gossip least); the stronger
+evidence is believed, a tie goes to the newer fact. The loser stays, marked as
+disbelieved since that moment, why, and in favour of which fact — never deleted.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ import msgspec
 from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.components.knowledge import Disbelief, Fact, KnowledgeBase
 from npc_memory.content.schema import KnowledgeRules
+
+TOLD_ON: frozenset[Disbelief] = frozenset(("outweighed", "denied"))
+"""Why a rumour may stop being believed that its listeners learn from a teller who knows
+(:attr:`FactIndex.corrections`): a better-founded rival, or the subject's denial."""
 
 
 class LearnOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -132,7 +136,7 @@ class FactIndex:
         self.corrections = {
             f.origin: f.displaced_by
             for f in kb.facts
-            if f.disbelief == "outweighed" and f.displaced_by is not None and f.displaced_by in self.by_id
+            if f.disbelief in TOLD_ON and f.displaced_by is not None and f.displaced_by in self.by_id
         }
 
     def remove(self, kb: KnowledgeBase, gone: list[Fact]) -> None:
@@ -227,13 +231,17 @@ def learn(
     index: FactIndex | None = None,
     supersede: Disbelief | None = None,
     replaces: str | None = None,
+    denial: bool = False,
 ) -> LearnOutcome:
     """Add ``fact`` (its ``id`` already taken from ``kb``) to ``kb`` and keep ``index``
     (the NPC's :class:`FactIndex`, built afresh when ``None``) up to date.
 
     With ``supersede`` the new fact takes the place of the believed rival on its topic
     whatever their evidence (a player's newer word about themselves), and of the believed
-    fact ``replaces`` names; each is kept as no longer believed for that reason.
+    fact ``replaces`` names; each is kept as no longer believed for that reason. Without
+    it, the fact ``replaces`` names is a rival like one on the same topic: the better
+    founded is believed, the other kept as ``outweighed`` (``denied`` when the new fact
+    is a ``denial`` of it and wins).
 
     Nothing happens if ``kb`` already holds a fact of the same origin. The same claim
     (subject, topic, content) already held and believed absorbs the new one (see
@@ -271,7 +279,7 @@ def learn(
         )
     displaced = None
     held_id = None if fact.topic is None else index.held.get((fact.subject, fact.topic))
-    if held_id is None and supersede is not None and replaces is not None:
+    if held_id is None and replaces is not None:
         replaced = index.by_id.get(replaces)
         held_id = replaces if replaced is not None and replaced.believed else None
     if held_id is not None:
@@ -281,11 +289,11 @@ def learn(
                 held,
                 believed=False,
                 disbelieved_at=now,
-                disbelief=supersede or "outweighed",
+                disbelief=supersede or ("denied" if denial else "outweighed"),
                 displaced_by=fact.id,
             )
             index.replace(kb, held, displaced)
-            if displaced.disbelief == "outweighed":
+            if displaced.disbelief in TOLD_ON:
                 index.corrections[held.origin] = fact.id
         else:
             fact = msgspec.structs.replace(

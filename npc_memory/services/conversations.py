@@ -354,6 +354,7 @@ class ConversationService:
                 source_memory=memory.id,
                 room=job.room,
             )
+        self.knowledge.learn_denials(npc, job.player, job.player_name, job.conversation, job.turns, job.room)
         npc.working.mark_extracted(job.conversation)
         npc.working.settle(job.conversation)
         if applying.resumed:

@@ -5,6 +5,7 @@ NPC, the gossip board by room) that follow the components."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 
 import msgspec
 
@@ -18,15 +19,18 @@ from npc_memory.components import (
     Hop,
     NpcHandle,
     Scope,
+    Turn,
 )
 from npc_memory.components.relationship import Dimension
-from npc_memory.content.schema import KnowledgeRules
+from npc_memory.content.schema import KnowledgeRules, Pack
 from npc_memory.errors import MemoryCapacityError, PrivacyError
 from npc_memory.events import FactLearned, InconsistencyNoticed, SecretLearned
 from npc_memory.rules import knowledge as knowledge_rules
 from npc_memory.rules import privacy as privacy_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.rules.attributes import AttributeReader
+from npc_memory.rules.denials import DenialReader
+from npc_memory.safety import is_marked
 from npc_memory.services.board import GossipBoard
 from npc_memory.services.memories import MemoryService
 from npc_memory.services.relationships import RelationshipService
@@ -34,6 +38,8 @@ from npc_memory.services.safety import SafetyService
 from npc_memory.state import Part, WorldState
 from npc_memory.store import PlayerDocument
 
+DENIAL_QUOTE_CHARS = 200
+"""Characters of the player's line a denial quotes at most."""
 CORRECTIONS_PER_EXCHANGE = 8
 """Rumours a teller no longer believes that one exchange looks at for a correction."""
 
@@ -59,6 +65,7 @@ class KnowledgeService:
         self.memories = memories
         self.indexes: dict[str, knowledge_rules.FactIndex] = {}
         self._attributes: tuple[KnowledgeRules, AttributeReader] | None = None
+        self._denials: tuple[Pack, DenialReader] | None = None
         self.weight_floor = state.pack.knowledge.gossip_weight_floor
         self.board = GossipBoard(
             teller_weight=self.teller_weight,
@@ -147,9 +154,10 @@ class KnowledgeService:
         private: bool = False,
         supersede: Disbelief | None = None,
         replaces: str | None = None,
+        denial: bool = False,
     ) -> Fact | None:
         """File a fact in ``npc``'s knowledge (see :func:`npc_memory.rules.knowledge.learn`,
-        which also says what ``supersede`` and ``replaces`` do), announce it, and return
+        which also says what ``supersede``, ``replaces`` and ``denial`` do), announce it, and return
         it; ``None`` if the NPC already knew its origin. ``scope`` defaults to
         :meth:`scope_of_subject`; ``game`` to the current game."""
         key = npc.identity.key
@@ -199,7 +207,7 @@ class KnowledgeService:
         # (Should learning raise, the id stays taken: a gap, never a reuse.)
         npc.knowledge.next_id += 1
         outcome = knowledge_rules.learn(
-            npc.knowledge, fact, rules, now, npc.relationships.by_player, index, supersede, replaces
+            npc.knowledge, fact, rules, now, npc.relationships.by_player, index, supersede, replaces, denial
         )
         if outcome.stored is None and not outcome.removed:  # never held, nothing left: handed out again
             npc.knowledge.next_id -= 1  # (ids of facts that left stay taken: see FactIndex)
@@ -335,6 +343,55 @@ class KnowledgeService:
         if self._attributes is None or self._attributes[0] is not rules:
             self._attributes = (rules, AttributeReader(rules))
         return self._attributes[1]
+
+    def denial_reader(self) -> DenialReader:
+        """The reader of the installed pack's denials (made again if the pack changed)."""
+        pack = self.state.pack
+        if self._denials is None or self._denials[0] is not pack:
+            self._denials = (pack, DenialReader(pack.knowledge, pack.extraction.tags))
+        return self._denials[1]
+
+    def learn_denials(
+        self, npc: NpcHandle, player: str, player_name: str, conversation: str, turns: Sequence[Turn],
+        room: str | None,
+    ) -> list[Fact]:  # fmt: skip
+        """What ``player`` denied in ``conversation`` (its ``turns``) of the claims ``npc``
+        believes about them (see :mod:`npc_memory.rules.denials`), each learned as a rival
+        of the claim it answers, with the pack's ``denial_confidence``: the better founded
+        is believed, the claim kept as ``denied`` or the denial as ``outweighed``. Lines the
+        safety screen marked deny nothing. Returns the denials learned."""
+        claims = [
+            f for f in npc.knowledge.facts
+            if f.believed and f.subject == player and f.attribute is None and not f.locked
+        ]  # fmt: skip
+        if not claims:
+            return []
+        spoken = [Turn(t.speaker, "" if is_marked(t.text) else t.text) for t in turns]
+        names = (player_name, player, npc.identity.name, npc.identity.key)
+        confidence = self.state.pack.knowledge.denial_confidence
+        learned = []
+        for denial in self.denial_reader().read(spoken, (player_name, player), names, claims):
+            claim, said = denial.claim, denial.text
+            if len(said) > DENIAL_QUOTE_CHARS:
+                said = said[: DENIAL_QUOTE_CHARS - 3] + "..."
+            fact = self.learn(
+                npc,
+                content=f'{player_name} denied it ("{claim.content}"): "{said}"',
+                category="player_trait",
+                subject=player,
+                topic=claim.topic,
+                tags=(),
+                confidence=confidence,
+                importance=claim.importance,
+                source="conversation",
+                room=room,
+                origin=f"denied:{npc.identity.key}:{conversation}:{denial.line}",
+                replaces=claim.id,
+                denial=True,
+            )
+            if fact is not None:
+                learned.append(fact)
+        return learned
 
     def learn_authored(self, npc: NpcHandle) -> None:
         """Teach a newly added NPC the pack's authored facts meant for it."""
