@@ -14,7 +14,7 @@ from npc_memory.clock import SECONDS_PER_DAY
 from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, Turn
 from npc_memory.extraction.rules import RuleBasedExtractor
 
-from .conftest import tick
+from .conftest import settle, tick
 
 WORLD = "reader-round2"
 
@@ -281,3 +281,42 @@ def test_questions_hearsay_and_greetings_tell_nothing_of_the_player(line: str) -
 ])
 def test_driving_off_a_danger_in_the_past_tense_is_standing_up_for_someone(line: str) -> None:
     assert tagged(read(("Mallory", line))) == [("player", "claimed", ("heroic",))]
+
+
+@pytest.mark.parametrize("line", [
+    "I hate a liar worse than a thief, so don't sell me short weight.",
+    "Caught a thief at the gate yesterday, handed him to the watch.",
+    "You move like a thief in the night.",
+])
+def test_a_doer_s_noun_as_an_object_is_no_deed(line: str) -> None:
+    assert "theft" not in {t for _, _, tags in tagged(read(("Mallory", line), ("Hilda", "Hm."))) for t in tags}
+
+
+@pytest.mark.parametrize("line", ["You're a thief, and everyone knows it.", "You are a thief and a liar."])
+def test_a_doer_s_noun_after_is_still_the_deed_it_names(line: str) -> None:
+    assert "theft" in {t for _, _, tags in tagged(read(("Mallory", line), ("Hilda", "Hm."))) for t in tags}
+
+
+def test_what_a_player_has_saved_for_is_a_plan_of_theirs() -> None:
+    [(actor, source, tags)] = tagged(read(("Hilda", "Staying long?"), ("Mallory", "Till I've saved for a mule.")))
+    assert (actor, source, tags) == ("player", "said", ("personal",))
+
+
+@pytest.mark.parametrize("line", [
+    "My gran had a saying: \"Steal a man's goat and you've fed yourself a week.\"",
+    "There's an old saying: \"Steal a man's hen and you eat for a day; steal his trust and you starve.\"",
+])
+def test_words_quoted_in_a_line_are_someone_else_s(line: str) -> None:
+    plugin = npc_memory.install(world=WORLD, pack="village", seed=1)
+    try:
+        plugin.add_npc(key="hilda", name="Hilda", archetype="blacksmith", room="forge")
+        plugin.add_player(key="mallory", name="Mallory", room="forge")
+        plugin.say("hilda", "mallory", "Mallory", line)
+        plugin.say("hilda", "mallory", "Hilda", "Ha.")
+        plugin.end_conversation("hilda", "mallory")
+        settle(WORLD)
+        assert [m.tags for m in plugin.memories("hilda", "mallory") if m.tags] == []
+    finally:
+        npc_memory.uninstall(WORLD)
+    told = tagged(read(("Mallory", 'I pinched his purse, and he shouted "Stop, thief!" after me.'), ("Hilda", "Ha.")))
+    assert told == [("player", "said", ("theft",))]  # her admission; the shout credits no one here

@@ -292,6 +292,7 @@ EXTRACTION_TAGS: dict[str, dict[str, Any]] = {
                 "i want (?:to|a|an)", "i'?d (?:love|like) to", "i hope to", "i plan(?:ned)? to",
                 "i'?m planning", "i'?m going to", "i'?m gonna", "my (?:goal|dream|plan)", "i dream",
                 "i'?m thinking (?:of|about)", "i'?m heading", "i'?m saving (?:up )?for", "i'?m hoping",
+                r"i'?(?:ve|ll) sav(?:ed|e) (?:up )?(?:for|to)",
                 "i'?m learning", r"i'?ve been \w+ing",
                 "my hobby", "i took up", "i (?:just |recently )?(?:started|adopted|joined)", "i'?ve started",
                 "my (?:dog|cat|puppy|kitten|horse|pet|pets)", "my first",
@@ -511,6 +512,7 @@ PLAYER_ATTRIBUTES: dict[str, dict[str, Any]] = {
     ]},
     "goal": {"single": True, "cues": [
         r"i want (?:to|a|an|the)", r"i'?m saving (?:up )?(?:for|to)", r"saving (?:up )?for", r"i mean to",
+        r"i'?(?:ve|ll) sav(?:ed|e) (?:up )?(?:for|to)",
         r"i hope to", r"my dream", r"i plan to", r"i'?m (?:going|heading|walking|bound) (?:to|for)",
         r"here to",
     ]},

@@ -190,6 +190,19 @@ _RHETORICAL = re.compile(r"\bwhat i (?:love|like|hate|want|need|miss)\?", re.IGN
 """A question the speakers answer themselves ("Y'know what I love? Pipes."): what it
 tells of them counts."""
 
+_DOER_NOUN = re.compile(
+    r"(?:thie(?:f|ves)|pickpockets?|cutpurses?|robbers?|murderers?|killers?|liars?|traitors?|cowards?)$",
+    re.IGNORECASE,
+)
+_NOUN_ARTICLE = re.compile(r"\b(?:a|an|the|any|every|some)\s+$", re.IGNORECASE)
+_COPULA_ARTICLE = re.compile(
+    r"(?:\b(?:am|is|are|was|were|be|been|being|not|no|such|but)|'m|'re|'s)\s+(?:a|an|the|any|every|some)\s+$",
+    re.IGNORECASE,
+)
+"""A doer's noun ("thief") after an article names the doer only after a copula ("you're a
+thief"): as an object ("I hate a liar worse than a thief", "caught a thief", "like a thief")
+it is no deed."""
+
 _OFFER = re.compile(r"\b(?:i'?ll|we'?ll|will|let me|let us|let's|going to|gonna|can|shall)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred)\b")
 _PRICE = re.compile(
@@ -302,6 +315,12 @@ class RuleBasedExtractor:
             before = clause.text[: match.start()]
             if act != "fact" and self._negation is not None and self._negation.search(before):
                 continue
+            if (
+                _DOER_NOUN.search(match.group())
+                and _NOUN_ARTICLE.search(before)
+                and not _COPULA_ARTICLE.search(before)
+            ):
+                continue  # the noun is an object, not who the clause says did it
             start, end, praise = match.start(), match.end(), cue.who == "npc"
             doer = _doer_end(clause.text, start, end)
             return self._credit(cue.tag, act, clause, doer, start, entry.claimable, speakers, end, praise)

@@ -58,6 +58,8 @@ _CLAUSE = re.compile(r"\s*(?:[,;:]\s*(?:but|and so|so)?|\bbut\b|\s[-–—]\s)\s
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _WORD_ANY_CASE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?", re.IGNORECASE)
 _SOFT_PUNCT = str.maketrans({"’": "'", "‘": "'"})
+_QUOTED = re.compile(r'"[^"]+"|“[^”]+”')
+"""Words quoted within a line (a saying, what someone said): someone else's, reported."""
 _PAST = re.compile(
     r"^\W*(?:(?:then|and|so|later|after that)\W+)?"
     r"(\w+ed|found|took|put|ran|held|went|got|brought|caught|fought|stood|gave|made|did|set|shot|"
@@ -133,15 +135,20 @@ class Reader:
     def line(self, turn: Turn, index: int, role: Role, names: frozenset[str]) -> list[Clause]:
         """The clauses of ``turn``, line ``index`` of a transcript, said by ``role``."""
         found: list[Clause] = []
-        for sentence in _SENTENCE.findall(turn.text.translate(_SOFT_PUNCT)):
-            sentence = sentence.strip()
+        text = turn.text.translate(_SOFT_PUNCT)
+        quotes = [(m.start(), m.end()) for m in _QUOTED.finditer(text)]
+        for match in _SENTENCE.finditer(text):
+            sentence = match.group().strip()
             if not sentence:
                 continue
             question = sentence.rstrip().endswith("?") and _PRESUPPOSED.match(sentence) is None
             parts = [p for p in _CLAUSE.split(sentence) if p and p.strip(" .!?")]
             conditional = any(self.conditional.search(part) for part in parts)
+            at = match.start()
             for number, part in enumerate(parts):
-                clause = self._clause(part, index, role, question, conditional, names, number == 0)
+                at = max(text.find(part, at), at)
+                quoted = any(start <= at < end for start, end in quotes)
+                clause = self._clause(part, index, role, question, conditional, names, number == 0, quoted)
                 if clause.subject == "other" and told_in_past(part):
                     clause = _continued(clause, found)
                 found.append(clause)
@@ -156,6 +163,7 @@ class Reader:
         conditional: bool,
         names: frozenset[str],
         first_clause: bool,
+        quoted: bool = False,
     ) -> Clause:
         words = _WORD.findall(text.lower())
         start = 0
@@ -182,7 +190,7 @@ class Reader:
             request=request,
             hypothetical=conditional
             or (marked and self.hypothetical is not None and bool(self.hypothetical.search(text))),
-            hearsay=marked and self.hearsay is not None and bool(self.hearsay.search(text)),
+            hearsay=quoted or (marked and self.hearsay is not None and bool(self.hearsay.search(text))),
             figure=marked and self.figure is not None and bool(self.figure.search(text)),
             name=name,
         )
