@@ -8,6 +8,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 import npc_memory
 from npc_memory.components import Fact
 from npc_memory.store import SCHEMA_VERSION, TinyDBStore
@@ -148,9 +150,11 @@ def test_a_player_s_denial_outweighs_a_rumour_and_reaches_those_who_heard_it(vil
     p = village.plugin
     p.add_npc(key="tova", name="Tova", room="barracks")
     p.observe(room="barracks", subject="bram", content="Bram stole a purse from Bo", tags=["theft"], importance=0.8)
+    before = p.relationship("hilda", "bram").trust
     p.move("brandt", "forge")  # Brandt, who saw it, tells Hilda
     rumour = hear_until(p, "hilda", "Bram stole a purse from Bo")
     assert rumour.source == "gossip" and rumour.believed
+    assert p.relationship("hilda", "bram").trust < before - 0.01  # she thinks less of him
     p.move("brandt", "barracks")
     p.move("bram", "forge")
     talk(p, "hilda", "bram", ("Hilda", "Word is you lifted a purse off poor Bo."),
@@ -160,6 +164,7 @@ def test_a_player_s_denial_outweighs_a_rumour_and_reaches_those_who_heard_it(vil
     assert (rumour.believed, rumour.disbelief, rumour.displaced_by) == (False, "denied", denial.id)
     assert "Wasn't me." in denial.content and denial.source == "conversation" and denial.tags == ()
     assert 'denied by Bram: "Bram denied it' in p.query.why("hilda", rumour.id)
+    assert p.relationship("hilda", "bram").trust == pytest.approx(before)  # and takes it back
     # Tova heard the rumour from Brandt; Hilda, who knows the denial, tells her
     assert next(f for f in p.facts("tova") if f.content == "Bram stole a purse from Bo").believed
     p.move("tova", "forge")

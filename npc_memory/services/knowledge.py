@@ -209,6 +209,11 @@ class KnowledgeService:
         outcome = knowledge_rules.learn(
             npc.knowledge, fact, rules, now, npc.relationships.by_player, index, supersede, replaces, denial
         )
+        taken_back = outcome.displaced
+        if npc.live and taken_back is not None and taken_back.source == "gossip" and (
+            taken_back.disbelief in knowledge_rules.TOLD_ON
+        ):  # what believing the rumour did to the NPC's opinion, taken back with it
+            self.hearsay(npc, taken_back, -rules.hearsay_factor)
         if outcome.stored is None and not outcome.removed:  # never held, nothing left: handed out again
             npc.knowledge.next_id -= 1  # (ids of facts that left stay taken: see FactIndex)
         if outcome.merged is not None:  # the same claim again: reinforced, not copied
