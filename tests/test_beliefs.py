@@ -165,6 +165,8 @@ def test_a_player_s_denial_outweighs_a_rumour_and_reaches_those_who_heard_it(vil
     assert "Wasn't me." in denial.content and denial.source == "conversation" and denial.tags == ()
     assert 'denied by Bram: "Bram denied it' in p.query.why("hilda", rumour.id)
     assert p.relationship("hilda", "bram").trust == pytest.approx(before)  # and takes it back
+    said = p.context("hilda", "bram", "Bo's purse").text  # what she heard, and that he denied it
+    assert "from Brandt; Bram denied it to you, and you believe them)" in said
     # Tova heard the rumour from Brandt; Hilda, who knows the denial, tells her
     assert next(f for f in p.facts("tova") if f.content == "Bram stole a purse from Bo").believed
     p.move("tova", "forge")

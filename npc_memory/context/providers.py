@@ -99,7 +99,8 @@ class MemoryProvider:
     says they did), what the player told it, what the player claims, what it heard about
     them and from whom, what it told them itself, and its memories of the world. What the
     player said about themselves and later corrected, changed or contradicted reads as
-    what they once said."""
+    what they once said; a rumour the player denied, or that the NPC knows better than,
+    says so."""
 
     name = "memories"
     line_tokens = 12
@@ -126,14 +127,19 @@ class MemoryProvider:
         shown = request.shown[self.name]
         left_out = None
         player = request.player.identity.key
-        withdrawn = {
-            f.source_memory: f.disbelief
-            for f in request.npc.knowledge.facts
-            if f.attribute is not None and f.subject == player and f.disbelief is not None
-        }
+        withdrawn: dict[str | None, str] = {}  # what the player said, by memory id
+        doubted: dict[str, str] = {}  # rumours about the player no longer believed, by content
+        for f in request.npc.knowledge.facts:
+            if f.subject != player or f.disbelief is None:
+                continue
+            if f.attribute is not None:
+                withdrawn[f.source_memory] = f.disbelief
+            elif f.source == "gossip" and f.disbelief in _DOUBTED:
+                doubted[f.content] = f.disbelief
         for memory in recalled:
             group = groups[_section(memory, player, id(memory) in world)]
-            note = _WITHDRAWN.get(withdrawn.get(memory.id) or "", "")
+            reason = withdrawn.get(memory.id) or (memory.source == "heard" and doubted.get(memory.content))
+            note = _WITHDRAWN.get(reason or "", "")
             group.append(f"- {quote(memory.content)} ({_provenance(memory, request)}{note.format(who=who)})")
             if estimate_tokens(_blocks(headers, groups)) > budget:
                 group.pop()  # too long: a shorter one further down may still fit
@@ -158,9 +164,12 @@ _WITHDRAWN = {
     "corrected": "; what {who} once said: they have owned up since that it was not so",
     "changed": "; what {who} once said: it has changed since, they told you",
     "contradicted": "; what {who} once said: they later said otherwise, without a word about it",
+    "denied": "; {who} denied it to you, and you believe them",
+    "outweighed": "; you no longer believe it: you know better",
 }
-"""How a memory of what the player said about themselves reads once the belief it gave
-was withdrawn (by the fact's ``disbelief``): never as what holds now."""
+"""How a memory of what the player said about themselves, or of a rumour about them, reads
+once the belief it gave was withdrawn (by the fact's ``disbelief``): never as what holds now."""
+_DOUBTED = frozenset(("denied", "outweighed"))
 
 
 def _section(memory: Memory, player: str, about_world: bool) -> int:
