@@ -151,6 +151,18 @@ class InconsistencyNoticed(Event, frozen=True, kw_only=True):
     later: str
 
 
+class LieNoticed(Event, frozen=True, kw_only=True):
+    """Player ``player`` denied to NPC ``npc`` a claim about them that the NPC holds on
+    better grounds (it saw it, say): ``claim`` stays believed, ``denial`` is kept, not
+    believed. The NPC's relationship moved by the pack's ``[relationships] lie_noticed``
+    first; it may call the lie (``plugin.query.inconsistencies``)."""
+
+    npc: str
+    player: str
+    claim: str
+    denial: str
+
+
 class SecretLearned(FactLearned, frozen=True, kw_only=True):
     """A fact tagged ``secret`` reached an NPC who did not know it."""
 
@@ -193,6 +205,7 @@ __all__ = [
     "HealthChanged",
     "Hostile",
     "InconsistencyNoticed",
+    "LieNoticed",
     "MemoriesExtracted",
     "MemoryMilestone",
     "RelationshipEvent",

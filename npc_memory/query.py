@@ -24,6 +24,7 @@ from npc_memory.components import (
 )
 from npc_memory.components.relationship import Dimension, Relationship
 from npc_memory.errors import InvalidArgumentError, UnknownEntityError
+from npc_memory.rules.denials import DENIAL_ORIGIN
 from npc_memory.rules.validation import MAX_KEY_CHARS, check_include, check_tags, check_text, check_unit
 from npc_memory.services import KnowledgeService, MemoryService, RelationshipService, Resolver
 from npc_memory.state import Ref
@@ -171,18 +172,23 @@ class MemoryQuery:
 
     def inconsistencies(self, npc: Ref, player: Ref) -> list[tuple[Fact, Fact]]:
         """What ``player`` told ``npc`` about themselves and later contradicted without
-        owning up to it, as (what they said first, what they said later) pairs, oldest
-        first: the inconsistencies the NPC noticed and may bring up. Corrections the player
-        owned up to and changes they told of are not among them."""
+        owning up to it, as (what they said first, what they said later) pairs, and what
+        they denied that the NPC knows better, as (the claim it believes, their denial)
+        pairs; oldest first: the inconsistencies the NPC noticed and may bring up.
+        Corrections the player owned up to and changes they told of are not among them."""
         handle = self._resolve.npc(npc, stored=True)
         key = self._resolve.subject(player)
         by_id = {f.id: f for f in handle.knowledge.facts}
-        return [
-            (fact, later)
-            for fact in handle.knowledge.facts
-            if fact.subject == key and fact.disbelief == "contradicted"
-            and (later := by_id.get(fact.displaced_by or "")) is not None
-        ]
+        pairs = []
+        for fact in handle.knowledge.facts:
+            other = by_id.get(fact.displaced_by or "")
+            if fact.subject != key or other is None:
+                continue
+            if fact.disbelief == "contradicted":
+                pairs.append((fact, other))
+            elif fact.disbelief == "outweighed" and fact.origin.startswith(DENIAL_ORIGIN) and other.believed:
+                pairs.append((other, fact))
+        return pairs
 
     def _relationship(self, npc: Ref, player: Ref) -> Relationship:
         handle = self._resolve.npc(npc, stored=True)

@@ -12,6 +12,7 @@ import pytest
 
 import npc_memory
 from npc_memory.components import Fact
+from npc_memory.events import LieNoticed
 from npc_memory.store import SCHEMA_VERSION, TinyDBStore
 
 from .conftest import Village, settle, tick
@@ -175,15 +176,22 @@ def test_a_player_s_denial_outweighs_a_rumour_and_reaches_those_who_heard_it(vil
     assert told.believed and (held.believed, held.displaced_by) == (False, told.id)
 
 
-def test_a_denial_of_what_the_npc_saw_is_kept_and_not_believed(village: Village) -> None:
+def test_a_denial_of_what_the_npc_saw_is_a_lie_it_noticed(village: Village) -> None:
     p = village.plugin
     p.move("bram", "forge")
     p.observe(room="forge", subject="bram", content="Bram stole a purse from Bo", tags=["theft"], importance=0.8)
+    noticed: list[LieNoticed] = []
+    p.on(LieNoticed, noticed.append)
+    before = p.relationship("hilda", "bram")
     talk(p, "hilda", "bram", ("Bram", "I never stole that purse, whatever you think you saw."))
     [seen] = p.query.beliefs_about("hilda", "bram")
     assert seen.content == "Bram stole a purse from Bo" and seen.source == "observation"
     [denial] = [f for f in p.facts("hilda", include_disbelieved=True) if f.content.startswith("Bram denied")]
     assert (denial.believed, denial.disbelief, denial.displaced_by) == (False, "outweighed", seen.id)
+    assert [(e.npc, e.player, e.claim, e.denial) for e in noticed] == [("hilda", "bram", seen.id, denial.id)]
+    assert p.query.inconsistencies("hilda", "bram") == [(seen, denial)]  # she may call the lie
+    after = p.relationship("hilda", "bram")
+    assert after.trust == pytest.approx(before.trust - 0.05) and after.respect == pytest.approx(before.respect - 0.02)
 
 
 def test_a_denial_answers_the_claim_it_names_and_no_other(village: Village) -> None:

@@ -77,6 +77,8 @@ DEFAULT_TAG_RULES: dict[str, dict[Dimension, float]] = {
     "insult": {"friendliness": -0.06, "respect": -0.03},
 }
 
+DEFAULT_LIE_NOTICED: dict[Dimension, float] = {"trust": -0.05, "respect": -0.02}
+
 DEFAULT_VALENCE_ADJUSTMENTS: dict[Valence, dict[Dimension, float]] = {
     "positive": {"friendliness": 0.02, "trust": 0.01},
     "neutral": {},
@@ -285,6 +287,10 @@ class RelationshipRules(_Model):
     conversations moves each dimension of a pair at most ``talk_daily_cap`` per game
     day, and each earlier memory with the same tag that day scales the next by
     ``talk_repeat_factor`` (the third boast of the day counts a quarter).
+
+    A player who denies to the NPC what it holds on better grounds (what it saw: see
+    ``KnowledgeRules``) is caught lying to its face: the relationship moves by
+    ``lie_noticed`` (trust −0.05, respect −0.02) once per denial.
     """
 
     baseline: Baseline = Baseline()
@@ -305,6 +311,7 @@ class RelationshipRules(_Model):
     claim_ceiling: Unit = 0.6
     talk_daily_cap: Unit = 0.1
     talk_repeat_factor: Unit = 0.5
+    lie_noticed: dict[Dimension, Delta] = Field(default_factory=lambda: dict(DEFAULT_LIE_NOTICED))
 
     @field_validator("attitude_modifiers", mode="before")
     @classmethod

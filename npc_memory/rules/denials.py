@@ -13,7 +13,7 @@ and the text; the knowledge service makes the denial a rival of the claim.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from npc_memory.components import Fact, Turn
@@ -22,6 +22,8 @@ from npc_memory.rules.attributes import any_of
 from npc_memory.rules.text import terms
 
 _SENTENCE = re.compile(r"[^.!?]*[.!?]*")
+DENIAL_ORIGIN = "denied:"
+"""How the origin of a fact that is a player's denial starts."""
 
 
 @dataclass(frozen=True)
@@ -46,21 +48,26 @@ class DenialReader:
         }
 
     def read(self, turns: Sequence[Turn], speakers: Sequence[str], names: Sequence[str],
-             claims: Sequence[Fact]) -> list[Denial]:
+             held: Callable[[], Sequence[Fact]]) -> list[Denial]:
         """The denials among ``turns`` of the lines said by one of ``speakers`` (the
-        player's name and key), each with the claim of ``claims`` (believed facts about
-        the player, oldest first) it answers; ``names`` (the player's and the NPC's)
-        are no evidence. At most one denial per claim: the first line that denies it."""
-        if self.denials is None or not claims:
+        player's name and key), each with the claim it answers of those ``held`` returns
+        (believed facts about the player, oldest first; asked only once a line denies
+        something); ``names`` (the player's and the NPC's) are no evidence. At most one
+        denial per claim: the first line that denies it."""
+        if self.denials is None:
             return []
         said_by = {s.casefold() for s in speakers}
         skip = {t for name in names for t in terms(name)}
-        claim_terms = [set(terms(c.content)) - skip for c in claims]
+        claims: Sequence[Fact] | None = None
+        claim_terms: list[set[str]] = []
         found: list[Denial] = []
         denied: set[str] = set()
         for n, turn in enumerate(turns):
             if turn.speaker.casefold() not in said_by or not self._denies(turn.text):
                 continue
+            if claims is None:
+                claims = held()
+                claim_terms = [set(terms(c.content)) - skip for c in claims]
             before = turns[n - 1].text if n and turns[n - 1].speaker.casefold() not in said_by else ""
             own, asked = set(terms(turn.text)) - skip, set(terms(before)) - skip
             best, best_score = None, 0

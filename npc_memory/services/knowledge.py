@@ -24,12 +24,12 @@ from npc_memory.components import (
 from npc_memory.components.relationship import Dimension
 from npc_memory.content.schema import KnowledgeRules, Pack
 from npc_memory.errors import MemoryCapacityError, PrivacyError
-from npc_memory.events import FactLearned, InconsistencyNoticed, SecretLearned
+from npc_memory.events import FactLearned, InconsistencyNoticed, LieNoticed, SecretLearned
 from npc_memory.rules import knowledge as knowledge_rules
 from npc_memory.rules import privacy as privacy_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.rules.attributes import AttributeReader
-from npc_memory.rules.denials import DenialReader
+from npc_memory.rules.denials import DENIAL_ORIGIN, DenialReader
 from npc_memory.safety import is_marked
 from npc_memory.services.board import GossipBoard
 from npc_memory.services.memories import MemoryService
@@ -363,14 +363,16 @@ class KnowledgeService:
         """What ``player`` denied in ``conversation`` (its ``turns``) of the claims ``npc``
         believes about them (see :mod:`npc_memory.rules.denials`), each learned as a rival
         of the claim it answers, with the pack's ``denial_confidence``: the better founded
-        is believed, the claim kept as ``denied`` or the denial as ``outweighed``. Lines the
-        safety screen marked deny nothing. Returns the denials learned."""
-        claims = [
-            f for f in npc.knowledge.facts
-            if f.believed and f.subject == player and f.attribute is None and not f.locked
-        ]  # fmt: skip
-        if not claims:
-            return []
+        is believed, the claim kept as ``denied`` or the denial as ``outweighed``; a denial
+        outweighed is a lie the NPC noticed (:class:`LieNoticed`, after the relationship
+        moved by the pack's ``lie_noticed``). Lines the safety screen marked deny nothing.
+        Returns the denials learned."""
+        def claims() -> list[Fact]:
+            return [
+                f for f in npc.knowledge.facts
+                if f.believed and f.subject == player and f.attribute is None and not f.locked
+            ]  # fmt: skip
+
         spoken = [Turn(t.speaker, "" if is_marked(t.text) else t.text) for t in turns]
         names = (player_name, player, npc.identity.name, npc.identity.key)
         confidence = self.state.pack.knowledge.denial_confidence
@@ -390,12 +392,26 @@ class KnowledgeService:
                 importance=claim.importance,
                 source="conversation",
                 room=room,
-                origin=f"denied:{npc.identity.key}:{conversation}:{denial.line}",
+                origin=f"{DENIAL_ORIGIN}{npc.identity.key}:{conversation}:{denial.line}",
                 replaces=claim.id,
                 denial=True,
             )
-            if fact is not None:
-                learned.append(fact)
+            if fact is None:
+                continue
+            learned.append(fact)
+            if not fact.believed and fact.displaced_by == claim.id:  # denied to its face
+                lie = self.state.pack.relationships.lie_noticed
+                if lie:
+                    self.relationships.change(npc, player, dict(lie))
+                self.state.publish(
+                    LieNoticed(
+                        game_time=self.state.clock.now,
+                        npc=npc.identity.key,
+                        player=player,
+                        claim=claim.id,
+                        denial=fact.id,
+                    )
+                )
         return learned
 
     def learn_authored(self, npc: NpcHandle) -> None:
