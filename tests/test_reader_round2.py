@@ -320,3 +320,10 @@ def test_words_quoted_in_a_line_are_someone_else_s(line: str) -> None:
         npc_memory.uninstall(WORLD)
     told = tagged(read(("Mallory", 'I pinched his purse, and he shouted "Stop, thief!" after me.'), ("Hilda", "Ha.")))
     assert told == [("player", "said", ("theft",))]  # her admission; the shout credits no one here
+
+
+@pytest.mark.parametrize("question", ["Right. Business?", "And what's your business in Saltbridge?",
+                                      "What line of work are you in?"])
+def test_the_answer_to_a_question_of_business_is_what_the_player_told_of_themselves(question: str) -> None:
+    [(actor, source, tags)] = tagged(read(("Hilda", question), ("Mallory", "Hauling salt for the coast merchants.")))
+    assert (actor, source, tags) == ("player", "said", ("personal",))

@@ -345,6 +345,7 @@ PERSONAL_QUESTIONS: list[str] = [
     r"what do you (?:like|want|fancy|eat|drink)", r"(?:do|did) you (?:live|come|grow|work)",
     r"what (?:are|were) you (?:before|doing)", r"you'?re not (?:of|from)", r"you'?ve the look of",
     r"you (?:look|sound) like (?:a|an) ", r"what'?s (?:your|it) to be", r"anyone waiting",
+    r"business(?: here| in [\w ]+)?(?=\?)", r"what (?:line|kind) of work",
 ]
 """An NPC's words asking the player about themselves: the player's next line, when it
 states something, is what they told about themselves (``Pipes. Proper hill pipes.``)."""
