@@ -547,6 +547,56 @@ def test_a_game_ended_while_another_server_runs_ends_there_as_on_one_server(
         npc_memory.uninstall("here")
 
 
+def test_a_rumour_of_the_game_heard_from_an_npc_not_yet_done_ends_with_the_game(
+    url: str, world: str, tmp_path: Path
+) -> None:
+    """A server ending the game another began does its NPCs a few a tick; one done may
+    meanwhile hear a fact of the game from one not done yet. Its copy of the fact and
+    the ``heard`` memory it keeps of it both go with the game."""
+    from npc_memory.content import load_pack, validate_pack
+
+    from .conftest import tick
+    from .privacy_world import Backend, about_player, build_game, pending
+
+    data = load_pack("village").model_dump()
+    data["budgets"].update(snapshot_tick_ms=0.000001)  # (at most one NPC a tick)
+    pack = validate_pack(data)
+    backend = Backend(tmp_path, url)
+    setup = npc_memory.install(world="setup", store=backend.store(), seed=2)
+    build_game(setup, npcs=3)
+    npc_memory.uninstall("setup")
+    there = npc_memory.install(world="there", pack=pack, store=backend.store(), seed=2)
+    here = npc_memory.install(world="here", store=backend.store(), seed=2)
+    try:
+        there.add_npc(key="npc1")
+        there.add_npc(key="npc2")
+        here.add_npc(key="npc0")
+        here.privacy.end_game(actor="operator")
+        there.save()  # it polls the record
+        tick("there")  # it takes the end up, then ends it in its NPCs, one a tick
+        work = there._privacy._work
+        assert work is not None
+        for _ in range(100):  # (a tick may find no time of its budget left)
+            if work.queue[0] == "npc2":  # npc1 is done
+                break
+            tick("there")
+        assert list(work.queue) == ["npc2", "npc0"] and work.passes == 0  # (then the stored npc0)
+        assert there._knowledge.gossip("square", "npc2", "npc1")  # a rumour from the one not done yet
+        heard = [m for m in there.memories("npc1", "tom") if m.source == "heard"]
+        assert [m.content for m in heard] == ["Tom sells fish on market days"] and heard[0].scope == "session"
+        while there._privacy._work is not None:
+            tick("there")
+        assert there.memories("npc1", "tom") == [] and there.facts("npc1") == []
+        there.save()
+        here.save()
+        view = about_player(backend)
+        assert [k for k, items in view["npcs"].items() if any(i[1] == "session" for i in items)] == []
+        assert pending(backend) == []
+    finally:
+        npc_memory.uninstall("there")
+        npc_memory.uninstall("here")
+
+
 @pytest.mark.parametrize("rule", ["anonymise", "purge"])
 def test_consent_withdrawn_while_another_server_runs_is_rewritten_there_as_on_one_server(
     url: str, world: str, tmp_path: Path, rule: str

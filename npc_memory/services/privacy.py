@@ -124,6 +124,9 @@ class _Ending:
     """Finds the rows to take from the store (every NPC's)."""
     origins: set[str] = field(default_factory=set)
     """The origins of the facts ended so far (a gossip copy of one shares it)."""
+    told: set[str] = field(default_factory=set)
+    """The contents of the facts ended so far (the ``heard`` memory a listener keeps of
+    a gossip copy holds it)."""
 
     def ends(self, scope: str, made_in: str | None) -> bool:
         """Whether an item of ``scope`` made in game ``made_in`` ends."""
@@ -717,14 +720,26 @@ class PrivacyService:
         return changed
 
     def _end_leaked(self, npc: NpcHandle, ending: _Ending, counts: Counter[str]) -> bool:
-        """Take out of ``npc`` the gossip copies of the facts the game's end took (an
-        NPC may hear one from another not done yet); whether there was any."""
+        """Take out of ``npc`` the gossip copies of the facts the game's end took and the
+        ``heard`` memories it kept of them (an NPC may hear one from another not done
+        yet); whether there was any."""
+
+        def rumour(m: Memory) -> bool:
+            return m.source == "heard" and m.content in ending.told and ending.ends(m.scope, m.game)
+
+        changed = False
+        for pair in npc.bank.players.values():
+            removed = _filter_pair(pair, lambda m: not rumour(m))
+            counts["memories"] += len(removed)
+            changed |= bool(removed)
+        if changed:
+            self.state.mark(npc.identity.key)
         facts = npc.knowledge.facts
         kept = [
             f for f in facts if not (ending.ends(privacy_rules.fact_scope(f), f.game) and _copied(f, ending))
         ]
         if len(kept) == len(facts):
-            return False
+            return changed
         counts["facts"] += len(facts) - len(kept)
         self.knowledge.replace_facts(npc, kept)
         return True
@@ -1166,7 +1181,9 @@ def _end_game_components(
         changed |= _clear_actors(pair, ending.anonymous)  # an anonymous participant ends with the game
     facts = npc.knowledge.facts
     kept = [f for f in facts if not ending.ends(privacy_rules.fact_scope(f), f.game)]
-    ending.origins.update(f.origin for f in facts if ending.ends(privacy_rules.fact_scope(f), f.game))
+    ended = [f for f in facts if ending.ends(privacy_rules.fact_scope(f), f.game)]
+    ending.origins.update(f.origin for f in ended)
+    ending.told.update(f.content for f in ended)
     if len(kept) != len(facts):
         counts["facts"] += len(facts) - len(kept)
         replace_facts(npc, kept)
