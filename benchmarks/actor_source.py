@@ -40,11 +40,13 @@ WORLD = "actor-source-bench"
 MAX_TICKS = 50
 
 
-def _archetype(pack: Any, role: str) -> str | None:
+def archetype(pack: Any, role: str) -> str | None:
+    """The key of the pack's archetype of ``role`` (the set's ``npc_role``)."""
     return next((key for key, a in pack.archetypes.items() if a.role == role), None)
 
 
-def _talk(plugin: npc_memory.MemoryPlugin, npc: str, player: str, turns: list[list[str]]) -> None:
+def play(plugin: npc_memory.MemoryPlugin, npc: str, player: str, turns: list[list[str]]) -> None:
+    """Say ``turns``, end the conversation and tick until its memories are applied."""
     for speaker, text in turns:
         plugin.say(npc, player, speaker, text)
     plugin.end_conversation(npc, player)
@@ -67,9 +69,9 @@ def measure(data: list[dict[str, Any]]) -> dict[str, Any]:
         for number, talk in enumerate(data):
             npc, player = f"n{number:03d}", f"p{number:03d}"
             room = f"room{number:03d}"
-            plugin.add_npc(key=npc, name=talk["npc"], archetype=_archetype(pack, talk["npc_role"]), room=room)
+            plugin.add_npc(key=npc, name=talk["npc"], archetype=archetype(pack, talk["npc_role"]), room=room)
             plugin.add_player(key=player, name=talk["player"], room=room, consent=True)
-            _talk(plugin, npc, player, talk["turns"])
+            play(plugin, npc, player, talk["turns"])
             forbidden = set(talk["forbidden_tags"])
             others = talk["category"] == "npc_self" or any(e["actor"] == "npc" for e in talk["expected"])
             if others and forbidden:

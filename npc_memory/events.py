@@ -163,6 +163,18 @@ class LieNoticed(Event, frozen=True, kw_only=True):
     denial: str
 
 
+class TakenBack(Event, frozen=True, kw_only=True):
+    """Player ``player`` took back what NPC ``npc`` remembered of their words or claim
+    (memory ``memory``, now marked ``retracted``): ``reason`` ``"corrected"`` (they owned
+    up that it was not so) or ``"changed"`` (it changed since, they said). What it gave
+    the NPC to believe was withdrawn first."""
+
+    npc: str
+    player: str
+    memory: str
+    reason: str
+
+
 class SecretLearned(FactLearned, frozen=True, kw_only=True):
     """A fact tagged ``secret`` reached an NPC who did not know it."""
 
@@ -215,5 +227,6 @@ __all__ = [
     "SecretLearned",
     "SnapshotFailed",
     "StoreOwnershipLost",
+    "TakenBack",
     "TrustedAlly",
 ]

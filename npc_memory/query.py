@@ -98,9 +98,9 @@ class MemoryQuery:
     ) -> int:
         """How many memories ``npc`` holds about ``player`` tagged ``tag`` that are the
         player's own deeds and words (witnessed, said, or authored by the game): never the
-        NPC's own stories nor a third party's deeds; the player's claims and hearsay about
-        them too when ``include`` names ``"claimed"`` or ``"heard"``. About the world
-        (``player=None``), every memory."""
+        NPC's own stories nor a third party's deeds, nor what the player took back
+        (``retracted``); the player's claims and hearsay about them too when ``include``
+        names ``"claimed"`` or ``"heard"``. About the world (``player=None``), every memory."""
         tag = check_text("tag", tag, self._relationships.state.pack.limits.tag_chars).lower()
         return sum(1 for _ in self._counted(npc, player, include, (tag,)))
 
@@ -155,18 +155,18 @@ class MemoryQuery:
         if not fact.believed:
             status = f"no longer believed since {_when(fact.disbelieved_at or 0.0)}"
             rival = next((f for f in handle.knowledge.facts if f.id == fact.displaced_by), None)
-            against = f' "{rival.content}"' if rival is not None else ""
+            against = f': "{rival.content}"' if rival is not None else ""  # (none: taken back)
             if fact.disbelief == "outweighed":
                 about = f" about the same {fact.topic}" if fact.topic is not None else ""
-                status += f", outweighed by a better-founded claim{about}{against}"
+                status += f", outweighed by a better-founded claim{about}{against.removeprefix(':')}"
             elif fact.disbelief == "denied":
-                status += f", denied by {self._name(fact.subject or '')}:{against}"
+                status += f", denied by {self._name(fact.subject or '')}{against}"
             elif fact.disbelief is not None:
                 what = fact.attribute or fact.topic or "it"
                 status += {
-                    "corrected": f", corrected ({what}) when they owned up to it:{against}",
-                    "changed": f", changed ({what}), as they said:{against}",
-                    "contradicted": f", contradicted ({what}) later with no word about it:{against}",
+                    "corrected": f", corrected ({what}) when they owned up to it{against}",
+                    "changed": f", changed ({what}), as they said{against}",
+                    "contradicted": f", contradicted ({what}) later with no word about it{against}",
                 }[fact.disbelief]
         return f'"{fact.content}" (confidence {fact.confidence:.2f}, {status}): ' + " <- ".join(steps)
 
@@ -200,7 +200,7 @@ class MemoryQuery:
     ) -> Iterator[Memory]:
         """The memories carrying every tag in ``tags`` that ``npc`` holds about the world
         (``player=None``), or that are the player's own deeds and words (with
-        ``include``'s sources) wherever they are filed."""
+        ``include``'s sources), not taken back, wherever they are filed."""
         allowed = OWN_DEEDS | check_include(include)
         first, rest = (tags[0], frozenset(tags[1:])) if tags else ("", frozenset())
         if player is None:
@@ -216,6 +216,7 @@ class MemoryQuery:
             if (not first or first in m.tags)
             and m.actor == key
             and m.source in allowed
+            and m.retracted is None
             and (not rest or rest <= set(m.tags))
         )
 

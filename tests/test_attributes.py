@@ -21,8 +21,9 @@ from .conftest import tick
 DAY = 86_400.0
 
 
-@pytest.fixture
-def plugin() -> Iterator[npc_memory.MemoryPlugin]:
+@pytest.fixture(name="plugin")
+def hilda_and_quinn() -> Iterator[npc_memory.MemoryPlugin]:
+    """Hilda and Tova in the forge, and the player Quinn (world ``attrs``)."""
     plugin = npc_memory.install(world="attrs", pack="village", seed=3, deterministic=True)
     plugin.add_npc(key="hilda", name="Hilda", room="forge")
     plugin.add_npc(key="tova", name="Tova", room="forge")

@@ -22,6 +22,13 @@ NPC in a conversation), ``said`` (what was said, in the speaker's words), ``clai
 (someone's own account of a deed the NPC did not see), ``heard`` (hearsay and gossip)
 or ``authored`` (the game's own ``remember``)."""
 
+Retraction = Literal["corrected", "changed"]
+"""Why the NPC no longer holds what a memory of the player's own words or claim records
+as so: ``corrected``, the player owned up that it was not so ("I said Dunmere. The truth
+is…", "That was the ale talking"); ``changed``, they said it changed since ("I told you
+I'd be gone by Thursday. Change of plan: …")."""
+
+RETRACTIONS: tuple[Retraction, ...] = ("corrected", "changed")
 MEMORY_KINDS: tuple[MemoryKind, ...] = ("episodic", "semantic", "procedural")
 VALENCES: tuple[Valence, ...] = ("positive", "neutral", "negative")
 SCOPES: tuple[Scope, ...] = ("session", "player", "social", "profile", "anon")
@@ -63,6 +70,10 @@ class MemoryRecord(
     how the NPC knows it (:data:`MemorySource`); ``teller`` who told it, for what was
     heard or claimed (a key, :data:`SELF` or ``None``). Only a player's own deeds and
     words of the :data:`OWN_DEEDS` sources count for or against them by default.
+
+    ``retracted`` is set when the player took back what the memory records of their
+    words or claims (:data:`Retraction`), at ``retracted_at`` (game seconds): the memory
+    is kept, as what they once said, and counts for no one.
     """
 
     id: str
@@ -86,11 +97,18 @@ class MemoryRecord(
     actor: str | None = None
     source: MemorySource = "authored"
     teller: str | None = None
+    retracted: Retraction | None = None
+    retracted_at: float | None = None
 
     def counts_for(self, player: str, include: frozenset[MemorySource] = frozenset()) -> bool:
         """Whether this memory is ``player``'s own deed or words of a counted source:
-        one of :data:`OWN_DEEDS`, or of ``include`` (``"claimed"``, ``"heard"``)."""
-        return self.actor == player and (self.source in OWN_DEEDS or self.source in include)
+        one of :data:`OWN_DEEDS`, or of ``include`` (``"claimed"``, ``"heard"``), and
+        not taken back by them (``retracted``)."""
+        return (
+            self.actor == player
+            and (self.source in OWN_DEEDS or self.source in include)
+            and self.retracted is None
+        )
 
 
 class EpisodicMemory(MemoryRecord, frozen=True, gc=False, tag="episodic"):

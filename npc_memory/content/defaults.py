@@ -556,6 +556,28 @@ CHANGES: list[str] = [
 """A player saying that something about them changed: what they say next about the same
 attribute replaces it without making them a liar."""
 
+BACK_REFERENCES: list[str] = [
+    r"i (?:said|told (?:you|them|everyone|folk|people|the \w+))\b", r"said i\b", r"what i said",
+    r"i did (?:say|tell)\b", r"i (?:know|admit) i said", r"i'?d said", r"i (?:was|went) telling",
+]
+"""A player referring back to what they said before ("I said Dunmere…", "Forget what I said
+about…", "I did say that."): with one of the ``corrections``, ``changes`` or
+``retractions`` in the same line or the one after, they take back what they said."""
+
+REMINDERS: list[str] = [
+    r"you (?:said|told|claimed|were saying|say|swore|reckoned)\b", r"you'?d (?:said|told)\b",
+    r"(?:so )?you'?re the one who",
+]
+"""An NPC recalling what the player said before ("You said you had no kin at all"): the
+words of such a line tell which earlier words a player taking them back means."""
+
+RETRACTIONS: list[str] = [
+    r"i (?:didn'?t|did not|don'?t|do not|wasn'?t|was not|haven'?t|have not|hadn'?t|never|ain'?t)\b",
+]
+"""A sentence a player takes back what they referred back to with ("Said I wanted a sword.
+I don't.", "About that boar I said I killed. … I didn't kill him."); it counts only at
+the start of a sentence, after a back-reference (one of ``back_references``)."""
+
 DENIALS: list[str] = [
     r"(?:it |that )?(?:wasn'?t|was not|weren'?t|were not) (?:me|us|my doing|our doing)\b",
     r"^(?:no,? )?not me\b", r"i'?m innocent", r"i had nothing to do with",

@@ -628,6 +628,14 @@ class KnowledgeRules(_Model):
     of one of its tags, in the line or in the NPC's line before) is a rival of that claim,
     with confidence ``denial_confidence``: the better founded of the two is believed (by
     default a denial outweighs a rumour, never what the NPC saw), the other is kept.
+
+    A player who refers back to what they said before (one of ``back_references``: "I
+    said Dunmere…", "I did say that.") and owns up, in that line or the next of theirs
+    (one of ``corrections``, ``changes``, or a sentence starting with one of
+    ``retractions``: "I didn't kill him."), takes back the memory of their earlier words
+    or claim that shares the most words with those lines and the NPC's line before (more
+    when that line recalls what they said: one of ``reminders``, "You said…"): it is
+    kept, marked ``retracted``, and counts for no one.
     """
 
     cap: PositiveInt = 500
@@ -654,6 +662,9 @@ class KnowledgeRules(_Model):
     corrections: list[Pattern] = Field(default_factory=lambda: list(defaults.CORRECTIONS))
     changes: list[Pattern] = Field(default_factory=lambda: list(defaults.CHANGES))
     denials: list[Pattern] = Field(default_factory=lambda: list(defaults.DENIALS))
+    back_references: list[Pattern] = Field(default_factory=lambda: list(defaults.BACK_REFERENCES))
+    reminders: list[Pattern] = Field(default_factory=lambda: list(defaults.REMINDERS))
+    retractions: list[Pattern] = Field(default_factory=lambda: list(defaults.RETRACTIONS))
     denial_confidence: Unit = 0.7
 
     @field_validator("attributes", mode="before")

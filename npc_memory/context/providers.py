@@ -81,16 +81,32 @@ class RelationshipProvider:
 
 
 class WorkingMemoryProvider:
-    """The last conversations with the player, newest last."""
+    """The last conversations with the player, newest last; one whose quoted line the
+    player took back since says so."""
 
     name = "working_memory"
 
     def render(self, request: ContextRequest, budget: int) -> str | None:
-        recent = request.npc.working.recent.get(request.player.identity.key, [])
+        player = request.player.identity.key
+        recent = request.npc.working.recent.get(player, [])
         if not recent:
             return None
-        lines = [f"- {age(request.now, s.ended_at)}: {quote(s.summary)}" for s in recent]
-        return fit(lines, budget, header=f"Your recent conversations with {request.player.identity.name}:")
+        pair = request.npc.bank.pair(player)
+        withdrawn = _withdrawn(request.npc.knowledge.facts, player)
+        taken: dict[str | None, list[tuple[Memory, str]]] = {}
+        for memory in pair.all() if pair is not None else ():
+            reason = memory.retracted or withdrawn.get(memory.id)
+            if reason is not None:
+                taken.setdefault(memory.source_conversation, []).append((memory, reason))
+        who = request.player.identity.name
+        lines = []
+        for s in recent:
+            quoted = s.summary.partition(': "')[2].removesuffix('"').removesuffix("...")
+            held = taken.get(s.conversation, ())
+            reason = next((why for m, why in held if quoted and quoted in m.content), None)
+            note = f" ({_WITHDRAWN[reason].removeprefix('; ').format(who=who)})" if reason is not None else ""
+            lines.append(f"- {age(request.now, s.ended_at)}: {quote(s.summary)}{note}")
+        return fit(lines, budget, header=f"Your recent conversations with {who}:")
 
 
 class MemoryProvider:
@@ -127,18 +143,20 @@ class MemoryProvider:
         shown = request.shown[self.name]
         left_out = None
         player = request.player.identity.key
-        withdrawn: dict[str | None, str] = {}  # what the player said, by memory id
-        doubted: dict[str, str] = {}  # rumours about the player no longer believed, by content
-        for f in request.npc.knowledge.facts:
-            if f.subject != player or f.disbelief is None:
-                continue
-            if f.attribute is not None:
-                withdrawn[f.source_memory] = f.disbelief
-            elif f.source == "gossip" and f.disbelief in _DOUBTED:
-                doubted[f.content] = f.disbelief
+        withdrawn = _withdrawn(request.npc.knowledge.facts, player)
+        doubted = {  # rumours about the player no longer believed, by content
+            f.content: f.disbelief
+            for f in request.npc.knowledge.facts
+            if f.subject == player and f.attribute is None and f.source == "gossip"
+            and f.disbelief in _DOUBTED
+        }
         for memory in recalled:
             group = groups[_section(memory, player, id(memory) in world)]
-            reason = withdrawn.get(memory.id) or (memory.source == "heard" and doubted.get(memory.content))
+            reason = (
+                memory.retracted
+                or withdrawn.get(memory.id)
+                or (memory.source == "heard" and doubted.get(memory.content))
+            )
             note = _WITHDRAWN.get(reason or "", "")
             group.append(f"- {quote(memory.content)} ({_provenance(memory, request)}{note.format(who=who)})")
             if estimate_tokens(_blocks(headers, groups)) > budget:
@@ -168,8 +186,19 @@ _WITHDRAWN = {
     "outweighed": "; you no longer believe it: you know better",
 }
 """How a memory of what the player said about themselves, or of a rumour about them, reads
-once the belief it gave was withdrawn (by the fact's ``disbelief``): never as what holds now."""
+once the belief it gave was withdrawn (by the fact's ``disbelief``) or the player took it
+back (by the memory's ``retracted``): never as what holds now."""
 _DOUBTED = frozenset(("denied", "outweighed"))
+
+
+def _withdrawn(facts: list[Fact], player: str) -> dict[str | None, str]:
+    """Why the beliefs that what ``player`` said about themselves gave were withdrawn
+    (the facts' ``disbelief``), by the id of the memory of what they said."""
+    return {
+        f.source_memory: f.disbelief
+        for f in facts
+        if f.subject == player and f.disbelief is not None and f.attribute is not None
+    }
 
 
 def _section(memory: Memory, player: str, about_world: bool) -> int:

@@ -87,6 +87,15 @@ def spoken(content: str, player_name: str) -> str:
     return re.sub(rf"\b{name}\b", "I", text, flags=re.IGNORECASE)
 
 
+def names_again(content: str, earlier: str, player_name: str) -> bool:
+    """Whether what the player said in ``content`` shares a content word with what they
+    said in ``earlier`` (both memories of their words: see :func:`spoken`), names and
+    filler left out."""
+    dropped = set(terms(player_name)) | _FILLER
+    words = {t for t in terms(spoken(content, player_name)) if t not in dropped and len(t) > 2}
+    return bool(words & set(terms(spoken(earlier, player_name))))
+
+
 def value_after(text: str, start: int, player_name: str = "") -> frozenset[str]:
     """The terms (:func:`~npc_memory.rules.text.terms`) of the rest of the sentence from
     ``start`` on (of the next sentence when that rest holds none), the player's name and

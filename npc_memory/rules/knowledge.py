@@ -317,6 +317,14 @@ def learn(
     return LearnOutcome(stored=stored, displaced=displaced, removed=tuple(removed))
 
 
+def withdraw(kb: KnowledgeBase, index: FactIndex, fact: Fact, reason: Disbelief, now: float) -> Fact:
+    """Stop believing ``fact`` (held in ``kb``) for ``reason``, with no rival in its
+    place (what it came from was taken back); the fact kept as no longer believed."""
+    withdrawn = msgspec.structs.replace(fact, believed=False, disbelieved_at=now, disbelief=reason)
+    index.replace(kb, fact, withdrawn)
+    return withdrawn
+
+
 def eviction_phase(key: str) -> float:
     """Where in [0, 1) the NPC ``key``'s first eviction comes (see :class:`FactIndex`):
     from its key alone, so the same in every run and after every load."""

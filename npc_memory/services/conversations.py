@@ -355,6 +355,7 @@ class ConversationService:
                 room=job.room,
             )
         self.knowledge.learn_denials(npc, job.player, job.player_name, job.conversation, job.turns, job.room)
+        self.knowledge.learn_retractions(npc, job.player, job.player_name, job.conversation, job.turns)
         npc.working.mark_extracted(job.conversation)
         npc.working.settle(job.conversation)
         if applying.resumed:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import msgspec
 
 from npc_memory.components import (
+    RETRACTIONS,
     SELF,
     Disbelief,
     EpisodicMemory,
@@ -17,7 +18,9 @@ from npc_memory.components import (
     FactCategory,
     FactSource,
     Hop,
+    Memory,
     NpcHandle,
+    Retraction,
     Scope,
     Turn,
 )
@@ -25,11 +28,14 @@ from npc_memory.components.relationship import Dimension
 from npc_memory.content.schema import KnowledgeRules, Pack
 from npc_memory.errors import MemoryCapacityError, PrivacyError
 from npc_memory.events import FactLearned, InconsistencyNoticed, LieNoticed, SecretLearned
+from npc_memory.rules import attributes as attribute_rules
 from npc_memory.rules import knowledge as knowledge_rules
 from npc_memory.rules import privacy as privacy_rules
 from npc_memory.rules import relationships as rel_rules
 from npc_memory.rules.attributes import AttributeReader
 from npc_memory.rules.denials import DENIAL_ORIGIN, DenialReader
+from npc_memory.rules.knowledge import FLAGGED
+from npc_memory.rules.retractions import RetractionReader
 from npc_memory.safety import is_marked
 from npc_memory.services.board import GossipBoard
 from npc_memory.services.memories import MemoryService
@@ -66,6 +72,7 @@ class KnowledgeService:
         self.indexes: dict[str, knowledge_rules.FactIndex] = {}
         self._attributes: tuple[KnowledgeRules, AttributeReader] | None = None
         self._denials: tuple[Pack, DenialReader] | None = None
+        self._retractions: tuple[KnowledgeRules, RetractionReader] | None = None
         self.weight_floor = state.pack.knowledge.gossip_weight_floor
         self.board = GossipBoard(
             teller_weight=self.teller_weight,
@@ -291,7 +298,8 @@ class KnowledgeService:
         of a single attribute takes its place: ``corrected`` when the player owns up to it,
         ``changed`` when they say it changed, else ``contradicted``; of an attribute of
         several values it is added beside, and takes the latest one's place only when
-        corrected or changed."""
+        corrected or changed and it names a word of it again ("I told you I'd two
+        brothers. It's three." after "I've two brothers")."""
         reader = self.attribute_reader()
         statement = reader.read(content, player_name)
         if statement is None:
@@ -306,9 +314,11 @@ class KnowledgeService:
             before = reader.read(rival.content, player_name)
             if not statement.value or (before is not None and statement.value & before.value):
                 return None  # nothing new: said again, or no value to tell apart
-            if statement.corrects:
+            # (of several values, one that names nothing of the latest is another beside it)
+            replacing = statement.single or attribute_rules.names_again(content, rival.content, player_name)
+            if replacing and statement.corrects:
                 supersede = "corrected"
-            elif statement.changes:
+            elif replacing and statement.changes:
                 supersede = "changed"
             elif statement.single:
                 supersede = "contradicted"
@@ -329,6 +339,9 @@ class KnowledgeService:
             supersede=supersede,
             replaces=None if rival is None or supersede is None else rival.id,
         )
+        if fact is not None and rival is not None and rival.source_memory and supersede in RETRACTIONS:
+            reason: Retraction = "corrected" if supersede == "corrected" else "changed"
+            self.memories.retract(npc, player, rival.source_memory, reason)  # owned up to, or changed
         if fact is not None and rival is not None and supersede == "contradicted":
             self.state.publish(
                 InconsistencyNoticed(
@@ -413,6 +426,62 @@ class KnowledgeService:
                     )
                 )
         return learned
+
+    def retraction_reader(self) -> RetractionReader:
+        """The reader of the installed pack's back-references (made again if the pack changed)."""
+        rules = self.state.pack.knowledge
+        if self._retractions is None or self._retractions[0] is not rules:
+            self._retractions = (rules, RetractionReader(rules))
+        return self._retractions[1]
+
+    def learn_retractions(
+        self, npc: NpcHandle, player: str, player_name: str, conversation: str, turns: Sequence[Turn]
+    ) -> list[Memory]:
+        """What ``player`` took back in ``conversation`` (its ``turns``) of what they told
+        ``npc`` before (see :mod:`npc_memory.rules.retractions`): each memory of their
+        earlier words or claims taken back is marked ``retracted``, the facts it gave the
+        NPC to believe stop being believed for the same reason (``corrected`` or
+        ``changed``), and what a claim moved in the relationship is taken back (words
+        said stay said). Lines the safety screen marked take nothing back. Returns the
+        memories marked."""
+
+        def held() -> list[Memory]:
+            pair = npc.bank.pair(player)
+            if pair is None:
+                return []
+            return sorted(
+                (m for m in pair.all()
+                 if m.actor == player and m.source in ("said", "claimed") and m.retracted is None
+                 and m.source_conversation != conversation and FLAGGED not in m.tags),
+                key=lambda m: m.created,
+            )  # fmt: skip
+
+        spoken = [Turn(t.speaker, "" if is_marked(t.text) else t.text) for t in turns]
+        names = (player_name, player, npc.identity.name, npc.identity.key)
+        key, now = npc.identity.key, self.state.clock.now
+        marked = []
+        for taken in self.retraction_reader().read(spoken, (player_name, player), names, held):
+            memory = self.memories.retract(npc, player, taken.memory.id, taken.reason)
+            if memory is None:
+                continue
+            marked.append(memory)
+            backed = [f for f in npc.knowledge.facts if f.source_memory == memory.id and f.believed]
+            if backed:
+                index = self.indexes.get(key) or knowledge_rules.FactIndex(
+                    npc.knowledge, self.state.pack.knowledge, now
+                )
+                for fact in backed:
+                    knowledge_rules.withdraw(npc.knowledge, index, fact, taken.reason, now)
+                self.state.mark(key, Part.KNOWLEDGE)
+            if memory.source == "claimed":
+                rules = self.state.pack.relationships
+                deltas = rel_rules.memory_deltas(
+                    memory.tags, memory.importance, memory.intensity, memory.valence, rules,
+                    -self.memories.weight(taken.memory, player),
+                )  # fmt: skip
+                if deltas:
+                    self.relationships.change(npc, player, dict(deltas))
+        return marked
 
     def learn_authored(self, npc: NpcHandle) -> None:
         """Teach a newly added NPC the pack's authored facts meant for it."""

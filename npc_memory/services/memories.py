@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import msgspec
 
 from npc_memory.components import (
+    MEMORY_KINDS,
     EpisodicMemory,
     Memory,
     MemoryKind,
@@ -15,12 +16,13 @@ from npc_memory.components import (
     NpcHandle,
     PairMemories,
     ProceduralMemory,
+    Retraction,
     Scope,
     SemanticMemory,
     TriggerContext,
     Valence,
 )
-from npc_memory.events import MemoryMilestone
+from npc_memory.events import MemoryMilestone, TakenBack
 from npc_memory.rules import decay as decay_rules
 from npc_memory.rules import memory as memory_rules
 from npc_memory.rules import relationships as rel_rules
@@ -131,7 +133,7 @@ class MemoryService:
                 locked=habit.locked or memory.locked,
             )
             pair.procedural[pair.procedural.index(habit)] = memory
-        elif held is not None:  # already remembered: reinforced, not copied
+        elif held is not None:  # already remembered: reinforced, not copied (said again: not taken back)
             memory = msgspec.structs.replace(
                 held,
                 access_count=held.access_count + 1,
@@ -139,6 +141,8 @@ class MemoryService:
                 importance=max(held.importance, memory.importance),
                 confidence=max(held.confidence, memory.confidence),
                 locked=held.locked or memory.locked,
+                retracted=None,
+                retracted_at=None,
             )
             records: list[Memory] = getattr(pair, kind)
             records[records.index(held)] = memory
@@ -215,6 +219,28 @@ class MemoryService:
         if memory.source == "heard":
             return self.state.pack.knowledge.hearsay_factor
         return 1.0
+
+    def retract(self, npc: NpcHandle, player: str, memory_id: str, reason: Retraction) -> Memory | None:
+        """Mark memory ``memory_id`` (one ``npc`` holds about ``player``) as taken back by
+        the player for ``reason``, now, and announce it (:class:`TakenBack`); it moves
+        nothing. The memory as marked, or ``None`` when the NPC no longer holds it or it
+        was taken back already."""
+        pair = npc.bank.pair(player)
+        if pair is None:
+            return None
+        now = self.state.clock.now
+        for kind in MEMORY_KINDS:
+            records: list[Memory] = getattr(pair, kind)
+            at = next((i for i, m in enumerate(records) if m.id == memory_id), None)
+            if at is not None and records[at].retracted is None:
+                marked = msgspec.structs.replace(records[at], retracted=reason, retracted_at=now)
+                records[at] = marked
+                key = npc.identity.key
+                self.state.mark(key, Part.BANK)
+                event = TakenBack(game_time=now, npc=key, player=player, memory=memory_id, reason=reason)
+                self.state.publish(event)
+                return marked
+        return None
 
     def held_from(self, npc: NpcHandle, player: str, conversation: str, content: str) -> Memory | None:
         """The memory ``npc`` holds about ``player`` from ``conversation`` that says

@@ -38,7 +38,8 @@ are distinct facts), and one no longer believed says why and in favour of which 
 (:func:`npc_memory.store.migrations.migrate_facts` says what older facts become). Fields
 added since with defaults need no migration: a document written before them reads
 with the default (memories' and facts' ``game`` is then ``None``, a fact's ``scope``
-``None``: see :func:`npc_memory.rules.privacy.fact_scope`).
+``None``: see :func:`npc_memory.rules.privacy.fact_scope`; a memory's ``retracted``
+``None``: nothing the player took back).
 """
 
 
