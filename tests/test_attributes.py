@@ -147,3 +147,16 @@ def test_a_pack_adds_and_changes_attributes_with_precise_errors() -> None:
     data["knowledge"]["attributes"] = {"origin": {"cue": ["from"]}}
     with pytest.raises(PackError, match=r"knowledge\.attributes\.origin\.cue"):
         validate_pack(data)
+
+
+def test_a_correction_of_one_of_several_values_takes_the_place_of_the_one_it_names(
+    plugin: npc_memory.MemoryPlugin,
+) -> None:
+    talk(plugin, ("Hilda", "Evening. What brings you in?"), ("Quinn", "My mother's a coast woman; she has never seen the sea since."))
+    talk(plugin, ("Quinn", "I told you I'd two brothers. It's three. Padrig's been at sea since I was small."))
+    mother, brothers = about(plugin, "family")
+    assert mother.believed and brothers.believed  # a word in common ("sea"), but not of the statement
+    talk(plugin, ("Hilda", "Evening. What brings you in?"), ("Quinn", "I've two sisters, both in Lowmarsh."))
+    talk(plugin, ("Quinn", "I told you I'd two sisters. It's three: I always forget Wenna."))
+    sisters = [f for f in about(plugin, "family") if "sisters" in f.content]
+    assert [(f.believed, f.disbelief) for f in sisters] == [(False, "corrected"), (True, None)]

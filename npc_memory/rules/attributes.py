@@ -16,6 +16,7 @@ from npc_memory.rules.text import terms
 
 _SEGMENT = re.compile(r'(?P<who>[^":]+?):\s*"(?P<text>[^"]*)"')
 _SENTENCES = re.compile(r"[.!?;]+")
+_SENTENCE = re.compile(r"[^.!?;]+[.!?;]*")
 _FILLER = frozenset(("aye", "yes", "well", "one", "also", "really", "quite", "ever", "know", "like"))
 """Words of a statement that say nothing of its value, beside the stop words."""
 
@@ -67,6 +68,18 @@ class AttributeReader:
             changes=self.changes is not None and self.changes.search(text) is not None,
         )
 
+    def names_again(self, content: str, earlier: str, player_name: str, attribute: str) -> bool:
+        """Whether a sentence of what the player said in ``content`` that states
+        ``attribute`` shares a content word with what they said in ``earlier`` (both
+        memories of their words: see :func:`spoken`), names and filler left out."""
+        pattern = next((p for name, _, p in self.attributes if name == attribute), None)
+        if pattern is None:
+            return False
+        dropped = set(terms(player_name)) | _FILLER
+        stating = [s for s in _SENTENCE.findall(spoken(content, player_name)) if pattern.search(s)]
+        words = {t for sentence in stating for t in terms(sentence) if t not in dropped and len(t) > 2}
+        return bool(words & set(terms(spoken(earlier, player_name))))
+
 
 def spoken(content: str, player_name: str) -> str:
     """What the player said in ``content``: their quoted lines in a memory worded by the
@@ -85,15 +98,6 @@ def spoken(content: str, player_name: str) -> str:
     name = re.escape(player_name)
     text = re.sub(rf"\b{name}'s\b", "my", content, flags=re.IGNORECASE)
     return re.sub(rf"\b{name}\b", "I", text, flags=re.IGNORECASE)
-
-
-def names_again(content: str, earlier: str, player_name: str) -> bool:
-    """Whether what the player said in ``content`` shares a content word with what they
-    said in ``earlier`` (both memories of their words: see :func:`spoken`), names and
-    filler left out."""
-    dropped = set(terms(player_name)) | _FILLER
-    words = {t for t in terms(spoken(content, player_name)) if t not in dropped and len(t) > 2}
-    return bool(words & set(terms(spoken(earlier, player_name))))
 
 
 def value_after(text: str, start: int, player_name: str = "") -> frozenset[str]:

@@ -28,7 +28,6 @@ from npc_memory.components.relationship import Dimension
 from npc_memory.content.schema import KnowledgeRules, Pack
 from npc_memory.errors import MemoryCapacityError, PrivacyError
 from npc_memory.events import FactLearned, InconsistencyNoticed, LieNoticed, SecretLearned
-from npc_memory.rules import attributes as attribute_rules
 from npc_memory.rules import knowledge as knowledge_rules
 from npc_memory.rules import privacy as privacy_rules
 from npc_memory.rules import relationships as rel_rules
@@ -298,8 +297,8 @@ class KnowledgeService:
         of a single attribute takes its place: ``corrected`` when the player owns up to it,
         ``changed`` when they say it changed, else ``contradicted``; of an attribute of
         several values it is added beside, and takes the latest one's place only when
-        corrected or changed and it names a word of it again ("I told you I'd two
-        brothers. It's three." after "I've two brothers")."""
+        corrected or changed and its sentence that states the attribute names a word of
+        it again ("I told you I'd two brothers. It's three." after "I've two brothers")."""
         reader = self.attribute_reader()
         statement = reader.read(content, player_name)
         if statement is None:
@@ -315,7 +314,9 @@ class KnowledgeService:
             if not statement.value or (before is not None and statement.value & before.value):
                 return None  # nothing new: said again, or no value to tell apart
             # (of several values, one that names nothing of the latest is another beside it)
-            replacing = statement.single or attribute_rules.names_again(content, rival.content, player_name)
+            replacing = statement.single or reader.names_again(
+                content, rival.content, player_name, statement.attribute
+            )
             if replacing and statement.corrects:
                 supersede = "corrected"
             elif replacing and statement.changes:
