@@ -319,7 +319,7 @@ def test_words_quoted_in_a_line_are_someone_else_s(line: str) -> None:
     finally:
         npc_memory.uninstall(WORLD)
     told = tagged(read(("Mallory", 'I pinched his purse, and he shouted "Stop, thief!" after me.'), ("Hilda", "Ha.")))
-    assert told == [("player", "said", ("theft",))]  # her admission; the shout credits no one here
+    assert told == [("player", "claimed", ("theft",))]  # her account; the shout credits no one here
 
 
 @pytest.mark.parametrize("question", ["Right. Business?", "And what's your business in Saltbridge?",
@@ -327,3 +327,18 @@ def test_words_quoted_in_a_line_are_someone_else_s(line: str) -> None:
 def test_the_answer_to_a_question_of_business_is_what_the_player_told_of_themselves(question: str) -> None:
     [(actor, source, tags)] = tagged(read(("Hilda", question), ("Mallory", "Hauling salt for the coast merchants.")))
     assert (actor, source, tags) == ("player", "said", ("personal",))
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("I pinched the reeve's goose and ate it.", [("player", "claimed", ("theft",))]),  # told of: a claim
+        ("I pinched your goose and ate it.", [("player", "said", ("theft",))]),  # done to the NPC: admitted
+        ("I called the reeve a fat fool to his face.", [("player", "claimed", ("insult",))]),  # told of
+        ("You're a fat fool.", [("player", "witnessed", ("insult",))]),  # said to the NPC, now
+    ],
+)
+def test_a_deed_told_of_is_a_claim_unless_it_was_done_to_the_npc(
+    line: str, expected: list[tuple[str, str, tuple[str, ...]]]
+) -> None:
+    assert tagged(read(("Hilda", "Evening."), ("Mallory", line))) == expected

@@ -278,9 +278,9 @@ class RelationshipRules(_Model):
     trade, threat, betrayal, gift, insult), and a tag mapped to ``{}`` is neutral.
 
     What is said moves a relationship less than what is done. The player's own account
-    of a deed to their credit that the NPC did not see ("I saved the village") moves it
-    ``claim_weight`` as much as a deed the NPC saw, and never lifts a dimension above
-    ``claim_ceiling`` (an admission of a deed against them, "I robbed the magistrate",
+    of a deed that the NPC did not see ("I saved the village", "I robbed the magistrate")
+    moves it ``claim_weight`` as much as a deed the NPC saw, and never lifts a dimension
+    above ``claim_ceiling`` (an admission of a deed done to the NPC, "I stole your bread",
     counts in full: it is their own word against themselves); hearsay about the player
     moves it ``knowledge.hearsay_factor`` as much; the NPC's own deeds and a third
     party's never move it. Everything drawn from

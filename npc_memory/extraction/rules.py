@@ -108,11 +108,13 @@ def _names_the_doer(clause: Clause, start: int) -> bool:
 
 def _source_of(lead: Hit, valence: Valence) -> MemorySource:
     """How the NPC knows the deed ``lead`` tells (of ``valence`` to it): the player's own
-    account of a deed to their credit is a claim, of one against them an admission, in
-    their own words (said); what the player tells of someone else, hearsay; the NPC's
-    own words, said; the rest (done in the conversation, or to the NPC) witnessed."""
+    account of a deed is a claim, but of one against the NPC ("I took your apples") an
+    admission, in their own words (said); what the player tells of someone else,
+    hearsay; the NPC's own words, said; the rest (done in the conversation, or to the
+    NPC) witnessed."""
     if lead.actor == "player" and lead.claim:
-        return "said" if valence == "negative" else "claimed"
+        against_npc = valence == "negative" and _TO_LISTENER.search(lead.clause.text) is not None
+        return "said" if against_npc else "claimed"
     if lead.actor == "player":
         return "witnessed"
     if lead.actor == "npc":
@@ -350,7 +352,10 @@ class RuleBasedExtractor:
             return Hit(tag, speaker, clause, claim=False)
         if act == "speech":  # the speaker's, unless said of someone else ("he threatened me")
             someone = clause.name is None or _names_the_doer(clause, start)
-            return None if clause.subject == "person" and someone else Hit(tag, speaker, clause, claim=False)
+            if clause.subject == "person" and someone:
+                return None
+            told = speaker == "player" and _REPORTED.search(clause.text[:start]) is not None
+            return Hit(tag, speaker, clause, claim=told)  # "I called the reeve a fool": told of, a claim
         subject = agent(clause, end)
         own, other = speakers if speaker == "player" else speakers[::-1]
         opening = _opening_name(clause.text) if subject in ("command", "other") else ""
@@ -748,6 +753,12 @@ class RuleBasedExtractor:
 
 
 _TO_LISTENER = re.compile(r"\b(?:you|your|ye)\b", re.IGNORECASE)
+_REPORTED = re.compile(
+    r"\bi (?:\w+ )?(?:called|told|said to|cursed|named|shouted at|yelled at|swore at|threatened|warned)\b",
+    re.IGNORECASE,
+)
+"""Words of a speaker telling what they said before ("I called the reeve a fool"): what
+they said then is their account of it, not said to the listener now."""
 _OPENING_NAME = re.compile(r"^\W*([A-Z][\w']*)\b(?!\s*,)")
 
 
