@@ -468,9 +468,9 @@ class KnowledgeService:
             marked.append(memory)
             backed = [f for f in npc.knowledge.facts if f.source_memory == memory.id and f.believed]
             if backed:
-                index = self.indexes.get(key) or knowledge_rules.FactIndex(
-                    npc.knowledge, self.state.pack.knowledge, now
-                )
+                index = self.indexes.get(key)
+                if index is None:  # an NPC only in the store: indexed for this call
+                    index = knowledge_rules.FactIndex(npc.knowledge, self.state.pack.knowledge, now)
                 for fact in backed:
                     knowledge_rules.withdraw(npc.knowledge, index, fact, taken.reason, now)
                 self.state.mark(key, Part.KNOWLEDGE)
