@@ -79,6 +79,21 @@ def test_a_boast_taken_back_no_longer_counts_even_as_a_claim_nor_moves_the_relat
     assert "they have owned up since" in context_line(plugin, "last night", "Did you kill that wolf?")
 
 
+def test_a_boast_taken_back_later_in_the_same_talk_is_taken_back(plugin: npc_memory.MemoryPlugin) -> None:
+    talk(
+        plugin,
+        ("Hilda", "Evening."),
+        ("Quinn", "I killed a wolf in your sheepfold last night, with my bare hands."),
+        ("Hilda", "Did you now?"),
+        ("Quinn", "Well, I said I killed it. Truth is, the shepherd's dogs had it dead before I got there."),
+    )
+    boast = next(m for m in plugin.memories("hilda", "quinn") if m.source == "claimed")
+    assert boast.retracted == "corrected"
+    assert plugin.query.count_memories_by_tag("hilda", "quinn", "combat", include=["claimed"]) == 0
+    owning_up = memory(plugin, "Truth is")
+    assert owning_up.retracted is None  # a line takes back only what was said before it
+
+
 def test_a_plan_that_changed_reads_as_changed(plugin: npc_memory.MemoryPlugin) -> None:
     talk(plugin, ("Quinn", "I'll be gone by Thursday, so don't save me a bed."))
     talk(plugin, ("Quinn", "I told you I'd be gone by Thursday. Change of plan: I'm staying the winter."))
@@ -158,19 +173,22 @@ def test_the_reader_takes_back_the_memory_the_lines_point_at() -> None:
         said("m3", 'Quinn told me: "I grew up by the sea."', 3.0),
     ]
     turns = [Turn("Quinn", "Said I wanted a sword. I don't. A ploughshare, I'm done with swords.")]
-    [taken] = reader.read(turns, ("Quinn", "quinn"), ("Quinn", "quinn", "Hilda", "hilda"), lambda: held)
+    earlier = [(m, -1) for m in held]
+    [taken] = reader.read(turns, ("Quinn", "quinn"), ("Quinn", "quinn", "Hilda", "hilda"), lambda: earlier)
     assert (taken.memory.id, taken.reason, taken.line) == ("m2", "corrected", 0)
     asked: list[int] = []
 
-    def counted() -> list[EpisodicMemory]:
+    def counted() -> list[tuple[EpisodicMemory, int]]:
         asked.append(1)
-        return held
+        return earlier
 
     quiet = [Turn("Hilda", "You said you had two brothers."), Turn("Quinn", "Aye, and a sister.")]
     assert reader.read(quiet, ("Quinn",), ("Quinn", "Hilda"), counted) == [] and asked == []  # never asked
     recalled = [Turn("Hilda", "You said you had two brothers."), Turn("Quinn", "I did say that. It wasn't true: it's three.")]
     [taken] = reader.read(recalled, ("Quinn",), ("Quinn", "Hilda"), counted)
     assert taken.memory.id == "m1" and taken.line == 1 and asked == [1]
+    later = [(m, 5) for m in held]  # said after the line (later in the talk): not taken back
+    assert reader.read(recalled, ("Quinn",), ("Quinn", "Hilda"), lambda: later) == []
 
 
 def test_a_pack_with_a_broken_back_reference_pattern_is_refused() -> None:

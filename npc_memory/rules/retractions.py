@@ -9,15 +9,17 @@ plan": ``changed``; a bare "now" is too common to count), or a sentence that sta
 with one of ``retractions`` ("I don't.", "I didn't kill him.": ``corrected``) and is
 short or shares a word with the rest of the line that referred back.
 
-What it takes back is the memory, of those ``held`` (made before this conversation),
-that shares the most content words with those lines and with the NPC's line just before
-(what "I did say that." answers): a word counts twice in a sentence that refers back,
-or in an NPC line that recalls what the player said (one of ``reminders``: "You said you
-had no kin"), else once, and at least 2 are needed. Names and words of saying or owning
-up ("said", "told", "true") are no evidence. Each line takes back one memory at most,
-each memory is taken back once (the newest of equals). Pure functions of the pack's
-rules and the text; the knowledge service marks the memory and withdraws what it gave
-the NPC to believe.
+What it takes back is the memory, of those ``held`` that were said before the line (in
+an earlier conversation, or earlier in this one), that shares the most content words
+with those lines and with the NPC's line just before (what "I did say that." answers):
+a word counts twice in a sentence that refers back, or in an NPC line that recalls what
+the player said (one of ``reminders``: "You said you had no kin"), else once, and at
+least 2 are needed; of a memory of this conversation only the words of the sentence
+that refers back count ("Well, I said I killed it."). Names and words of saying or
+owning up ("said", "told", "true") are no evidence. Each line takes back one memory at
+most, each memory is taken back once (the newest of equals). Pure functions of the
+pack's rules and the text; the knowledge service marks the memory and withdraws what it
+gave the NPC to believe.
 """
 
 from __future__ import annotations
@@ -72,18 +74,20 @@ class RetractionReader:
 
     def read(
         self, turns: Sequence[Turn], speakers: Sequence[str], names: Sequence[str],
-        held: Callable[[], Sequence[Memory]],
+        held: Callable[[], Sequence[tuple[Memory, int]]],
     ) -> list[TakenBack]:  # fmt: skip
         """What the lines said by one of ``speakers`` (the player's name and key) among
         ``turns`` take back, of the memories ``held`` returns (the player's earlier words
-        and claims, oldest first; asked only once a line takes something back);
-        ``names`` (the player's and the NPC's) are no evidence."""
+        and claims, oldest first, each with the line of ``turns`` it was said at, or -1
+        for one of an earlier conversation; asked only once a line takes something back):
+        a line takes back only what was said before it. ``names`` (the player's and the
+        NPC's) are no evidence."""
         if self.references is None:
             return []
         said_by = {s.casefold() for s in speakers}
         mine = [n for n, turn in enumerate(turns) if turn.speaker.casefold() in said_by]
         skip = {t for name in names for t in terms(name)} | SAYING
-        memories: Sequence[Memory] | None = None
+        memories: Sequence[tuple[Memory, int]] | None = None
         memory_terms: list[set[str]] = []
         found: list[TakenBack] = []
         taken: set[str] = set()
@@ -100,13 +104,19 @@ class RetractionReader:
                 continue
             if memories is None:
                 memories = held()
-                memory_terms = [set(terms(m.content)) - skip for m in memories]
+                memory_terms = [set(terms(m.content)) - skip for m, _ in memories]
             before = turns[n - 1].text if n and turns[n - 1].speaker.casefold() not in said_by else ""
             weights = self._evidence(lines, before, skip)
+            referring = {  # what this talk said is taken back only on the words that refer to it
+                t for sentence in _sentences(text) if self.references.search(sentence)
+                for t in terms(sentence)
+            } - skip
             best, best_score = None, MIN_EVIDENCE
-            for memory, words in zip(memories, memory_terms, strict=True):
+            for (memory, at), words in zip(memories, memory_terms, strict=True):
+                if at >= 0:
+                    words = words & referring
                 score = sum(weights.get(word, 0) for word in words)
-                if score >= best_score and memory.id not in taken:
+                if score >= best_score and at < n and memory.id not in taken:
                     best, best_score = memory, score
             if best is not None:
                 taken.add(best.id)

@@ -44,6 +44,8 @@ from npc_memory.state import Part, WorldState
 from npc_memory.store import PlayerDocument
 
 DENIAL_QUOTE_CHARS = 200
+QUOTE_OPENING = 60
+"""How many characters of a line tell that a memory quotes it (a long quote is cut)."""
 """Characters of the player's line a denial quotes at most."""
 CORRECTIONS_PER_EXCHANGE = 8
 """Rumours a teller no longer believes that one exchange looks at for a correction."""
@@ -443,19 +445,21 @@ class KnowledgeService:
         earlier words or claims taken back is marked ``retracted``, the facts it gave the
         NPC to believe stop being believed for the same reason (``corrected`` or
         ``changed``), and what a claim moved in the relationship is taken back (words
-        said stay said). Lines the safety screen marked take nothing back. Returns the
-        memories marked."""
+        said stay said). A line takes back only what was said before it, in an earlier
+        conversation or earlier in this one. Lines the safety screen marked take nothing
+        back. Returns the memories marked."""
 
-        def held() -> list[Memory]:
+        def held() -> list[tuple[Memory, int]]:
             pair = npc.bank.pair(player)
             if pair is None:
                 return []
-            return sorted(
+            earlier = sorted(
                 (m for m in pair.all()
                  if m.actor == player and m.source in ("said", "claimed") and m.retracted is None
-                 and m.source_conversation != conversation and FLAGGED not in m.tags),
+                 and FLAGGED not in m.tags),
                 key=lambda m: m.created,
             )  # fmt: skip
+            return [(m, _said_at(m, conversation, turns)) for m in earlier]
 
         spoken = [Turn(t.speaker, "" if is_marked(t.text) else t.text) for t in turns]
         names = (player_name, player, npc.identity.name, npc.identity.key)
@@ -769,3 +773,13 @@ class KnowledgeService:
         if learned.believed:
             self.hearsay(listener, learned, rules.hearsay_factor)
         return True
+
+
+def _said_at(memory: Memory, conversation: str, turns: Sequence[Turn]) -> int:
+    """The last line of ``conversation`` (its ``turns``) that ``memory`` quotes (by its
+    opening words: a long quote is cut), -1 for a memory of an earlier conversation;
+    past the last line for one that quotes none (nothing of the talk takes it back)."""
+    if memory.source_conversation != conversation:
+        return -1
+    quoted = [n for n, turn in enumerate(turns) if turn.text and turn.text[:QUOTE_OPENING] in memory.content]
+    return max(quoted, default=len(turns))
