@@ -18,7 +18,10 @@ applied. Then, through the query API as a game would ask it (default counting):
   the NPC holds a memory about the player with source ``claimed`` (target ≥ 0.9), and of
   those in which the reader found the boasted deed at all, the share stored as a claim;
 - and, for the record, the share of ``claim`` conversations in which a claimed deed counts
-  by default (it should not: a claim counts only with ``include=["claimed"]``).
+  by default (it should not: a claim counts only with ``include=["claimed"]``), and of the
+  other conversations, the share in which the NPC holds an untagged claim: a story of
+  something the player did elsewhere that names no known deed (listed as ``story``, to be
+  read: each should be such a story, not a thought, a feeling or words).
 """
 
 from __future__ import annotations
@@ -64,7 +67,9 @@ def measure(data: list[dict[str, Any]]) -> dict[str, Any]:
     plugin = npc_memory.install(world=WORLD, pack=pack, seed=7, deterministic=True)
     esper.switch_world(WORLD)
     counts: Counter[str] = Counter()
-    misses: dict[str, list[str]] = {"counted_against": [], "witness": [], "claim": [], "claim_counted": []}
+    misses: dict[str, list[str]] = {
+        "counted_against": [], "witness": [], "claim": [], "claim_counted": [], "story": []
+    }
     try:
         for number, talk in enumerate(data):
             npc, player = f"n{number:03d}", f"p{number:03d}"
@@ -93,6 +98,12 @@ def measure(data: list[dict[str, Any]]) -> dict[str, Any]:
                 if any(plugin.query.count_memories_by_tag(npc, player, t) for t in claimed_tags - {"personal"}):
                     counts["claim_counted"] += 1
                     misses["claim_counted"].append(talk["id"])
+            else:
+                counts["unlabelled"] += 1
+                stories = [m for m in plugin.memories(npc, player) if m.source == "claimed" and not m.tags]
+                if stories:
+                    counts["stories"] += 1
+                    misses["story"].append(talk["id"])
             for deed in (e for e in talk["expected"] if e["actor"] == "player" and not talk["claim"]):
                 tag = deed["tags"][0]
                 if tag == "personal":
@@ -121,6 +132,8 @@ def measure(data: list[dict[str, Any]]) -> dict[str, Any]:
         "claims": counts["claims"],
         "found_claimed": counts["boasts_found_claimed"] / max(1, counts["boasts_found"]),
         "found": counts["boasts_found"],
+        "stories": counts["stories"] / max(1, counts["unlabelled"]),
+        "unlabelled": counts["unlabelled"],
         "misses": misses,
     }
 
@@ -134,6 +147,8 @@ def report(figures: dict[str, Any]) -> str:
         ("boast stored as `claimed` (target ≥ 0.9)", figures["claimed"], figures["claims"]),
         ("of the boasts the reader finds, stored as `claimed`", figures["found_claimed"], figures["found"]),
         ("claim counted as a deed by default (should be 0)", figures["claim_counted"], figures["claims"]),
+        ("talks not labelled `claim` holding an untagged claim (read them: stories of the player's own deeds)",
+         figures["stories"], figures["unlabelled"]),
     ]
     lines = ["| figure | share | of |", "|---|---:|---:|"]
     lines += [f"| {name} | {share:.2f} | {n} |" for name, share, n in rows]

@@ -17,3 +17,5 @@ def test_npcs_own_stories_never_count_against_the_player_and_witnesses_count_wha
     assert figures["counted_against"] == 0, report(figures)
     assert figures["witnessed"] == 1.0, report(figures)
     assert figures["claim_counted"] == 0, report(figures)
+    assert figures["claimed"] >= 0.9, report(figures)  # boasts stored as claims (issue 45's target)
+    assert figures["stories"] <= 0.1, report(figures)  # claims found where no talk is labelled one

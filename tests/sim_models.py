@@ -92,11 +92,18 @@ _WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
 
 
 def stem(word: str) -> str:
-    """A light stem: possessive dropped, a plural or -ed/-ing ending cut."""
+    """A light stem: possessive dropped, a plural or -ed/-ing ending cut, and what that
+    leaves of a word ending in -e or -y made the same for every form ("like", "liked",
+    "likes" → "lik"; "carried", "carrying" → "carry"; "apprentice", "apprenticed")."""
     word = re.sub(r"['’](s|d|ll|ve|re|m|t)$", "", word)
     for suffix, keep in (("ing", 4), ("ed", 3), ("es", 4), ("s", 3)):
         if word.endswith(suffix) and len(word) - len(suffix) >= keep:
-            return word[: -len(suffix)]
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    if len(word) >= 3 and word.endswith("i"):
+        word = word[:-1] + "y"
     return word
 
 

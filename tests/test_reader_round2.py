@@ -120,6 +120,34 @@ def test_a_deed_told_with_its_i_left_out_is_the_speakers_claim() -> None:
     assert tagged(fred) == [("Fred", "said", ("theft",))]  # a name that ends like a verb is a name
 
 
+@pytest.mark.parametrize("line", [
+    "Me. I slipped the purse under his door Tuesday night, with a note from a friend.",
+    "It's in my pot tonight. Walked into his yard at noon with a basket and walked out again.",
+    "I told him his master was a fat tick on the valley's neck, and to carry his toll home.",
+    "The miller's wife had him by the collar; all I did was hold on to her belt at the race.",
+])
+def test_a_story_of_what_the_player_did_elsewhere_is_their_claim(line: str) -> None:
+    memories = read(("Hilda", "Old Mother Brisk's rent is paid, and nobody knows who did it."),
+                    ("Mallory", line), ("Hilda", "Is that so."))
+    told = [m for m in memories if line[12:30] in m.content]
+    assert [(m.actor, m.source, m.tags) for m in told] == [("player", "claimed", ())], memories
+
+
+@pytest.mark.parametrize("line", [
+    "I've another cloak in my pack. Keep it. I won't have it back in the morning.",
+    "I watched the hill lads carry out every sack of barley from the granary.",
+    "I bumped nobody at the well, search my pockets if you like.",
+    "I loved that old mare more than my own brother, rest her bones.",
+    "I brought you these herbs from Crowfoot Ridge, roots and all.",
+    "Tell me, did you hear the hill lads carried off the barley from the granary?",
+    "I need someone to guard my wagon to Millbrook. I'll pay thirty gold.",
+])
+def test_no_claim_of_a_deed_without_one_told(line: str) -> None:
+    memories = read(("Hilda", "Cold night at the gate, and four hours of watch left."),
+                    ("Mallory", line), ("Hilda", "Is that so."))
+    assert [m for m in memories if m.source == "claimed"] == [], memories
+
+
 def test_a_subject_left_out_is_the_one_before_it_in_the_line() -> None:
     bandits = read(("Hilda", "Where did they go?"),
                    ("Mallory", "They've gone back over the ridge. Took their wounded with them."))
@@ -342,3 +370,14 @@ def test_a_deed_told_of_is_a_claim_unless_it_was_done_to_the_npc(
     line: str, expected: list[tuple[str, str, tuple[str, ...]]]
 ) -> None:
     assert tagged(read(("Hilda", "Evening."), ("Mallory", line))) == expected
+
+
+def test_a_story_of_the_players_own_deed_is_told_as_what_they_claim(plugin: npc_memory.MemoryPlugin) -> None:
+    talk(plugin, ("Hilda", "Old Mother Brisk's rent is paid through to spring."),
+         ("Mallory", "Me. I slipped the purse under the clerk's door on Tuesday night."))
+    [claim] = [m for m in plugin.memories("hilda", "mallory") if "slipped the purse" in m.content]
+    assert (claim.actor, claim.source, claim.teller) == ("mallory", "claimed", "mallory")
+    section = plugin.context("hilda", "mallory", "rent purse door", max_tokens=800).sections["memories"]
+    lines = section.splitlines()
+    header = "What Mallory claims (you did not see it):"
+    assert header in lines and "slipped the purse" in lines[lines.index(header) + 1], section

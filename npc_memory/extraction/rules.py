@@ -19,7 +19,9 @@ at all — questions, negations, hypotheticals, hearsay and figures of speech do
   small talk) is kept in the speaker's words, with importance from how much it says,
   its names and numbers, its feeling and how new its words are to the conversation; a
   few such lines
-  in a row (a stretch of talk on one subject) make one memory.
+  in a row (a stretch of talk on one subject) make one memory. A stretch where the player
+  tells of something they did elsewhere ("I slipped the purse under his door") is their
+  claim.
 
 What the NPC itself said is kept with ``actor="npc"``: it never counts against or for the
 player. A conversation yields at most ``memories_per_line`` × its lines memories (at
@@ -43,7 +45,16 @@ import msgspec
 from npc_memory.components.memory import MemoryKind, MemorySource, Valence
 from npc_memory.content.schema import ExtractionRules, ExtractionTag, Who
 from npc_memory.extraction.model import MAX_CONTENT, Actor, ExtractedMemory, ExtractionJob, Turn
-from npc_memory.extraction.speech import AGENTS, Clause, Reader, Role, agent, told_in_past
+from npc_memory.extraction.speech import (
+    AGENTS,
+    TO_LISTENER,
+    Clause,
+    Reader,
+    Role,
+    agent,
+    tells_own_deed,
+    told_in_past,
+)
 from npc_memory.rules.text import STOP_WORDS, terms
 
 
@@ -113,7 +124,7 @@ def _source_of(lead: Hit, valence: Valence) -> MemorySource:
     hearsay; the NPC's own words, said; the rest (done in the conversation, or to the
     NPC) witnessed."""
     if lead.actor == "player" and lead.claim:
-        against_npc = valence == "negative" and _TO_LISTENER.search(lead.clause.text) is not None
+        against_npc = valence == "negative" and TO_LISTENER.search(lead.clause.text) is not None
         return "said" if against_npc else "claimed"
     if lead.actor == "player":
         return "witnessed"
@@ -367,7 +378,7 @@ class RuleBasedExtractor:
         if subject == "person" and _names_the_doer(clause, start):  # "Bob stole my hammer": Bob's deed
             assert clause.name is not None
             return Hit(tag, clause.name, clause, claim=False)
-        seen = not claimable and _TO_LISTENER.search(clause.text) is not None
+        seen = not claimable and TO_LISTENER.search(clause.text) is not None
         if subject == "first":  # an account of a deed is a claim; an offer made here is not
             offer = is_offer(clause.text[: max(end, cue_end or 0)])
             claim = speaker == "player" and not seen and not offer
@@ -476,7 +487,13 @@ class RuleBasedExtractor:
         by_player_first = sorted(facts.items(), key=lambda item: item[1].actor != "player")
         memories += [self._fact(job, line, hit) for line, hit in by_player_first]
         used |= facts.keys()
-        memories += self._gist(job, reading.roles, [item for item in reading.gist if item[0] not in used])
+        told = {
+            c.line
+            for c in reading.clauses
+            if c.role == "player" and tells_own_deed(c) and not self.negated(c)
+        }
+        gist = [item for item in reading.gist if item[0] not in used]
+        memories += self._gist(job, reading.roles, gist, told)
         limit = min(self.rules.max_memories, max(3, round(len(job.turns) * self.rules.memories_per_line)))
         kept: list[ExtractedMemory] = []
         seen: set[str] = set()
@@ -700,11 +717,17 @@ class RuleBasedExtractor:
         return tuple(clauses), tuple(self._hits(clauses, (player, npc)))
 
     def _gist(
-        self, job: ExtractionJob, roles: list[Role], scored: list[tuple[int, float, str]]
+        self,
+        job: ExtractionJob,
+        roles: list[Role],
+        scored: list[tuple[int, float, str]],
+        told: set[int] = frozenset(),  # type: ignore[assignment]
     ) -> list[ExtractedMemory]:
         """Stretches of talk that say something without matching a cue, weightiest
         first: runs of up to ``gist_lines`` informative lines (``scored``, see
-        :meth:`_score`), each in its speaker's words."""
+        :meth:`_score`), each in its speaker's words. A run holding one of ``told`` (lines
+        where the player tells of something they did elsewhere, see
+        :func:`~npc_memory.extraction.speech.tells_own_deed`) is the player's claim."""
         rules = self.rules
         runs: list[list[tuple[int, float, str]]] = []
         for item in scored:
@@ -722,6 +745,7 @@ class RuleBasedExtractor:
                 statement if n == 0 else f'{job.turns[line].speaker}: "{statement}'
                 for n, (line, _, statement) in enumerate(run)
             )
+            claim = any(line in told for line, _, _ in run)
             memory = ExtractedMemory(
                 content=self._words(job, roles[run[0][0]], speaker, self._quote(quote), rules.gist_template),
                 kind="episodic",
@@ -729,8 +753,8 @@ class RuleBasedExtractor:
                 importance=round(lead[1], 3),
                 valence="neutral",
                 intensity=round(max(self._intensity(statement) for _, _, statement in run), 3),
-                actor=actor,
-                source="said",
+                actor="player" if claim else actor,
+                source="claimed" if claim else "said",
                 evidence=tuple(line for line, _, _ in run),
             )
             found.append((lead[1], -run[0][0], memory))
@@ -752,7 +776,6 @@ class RuleBasedExtractor:
         )
 
 
-_TO_LISTENER = re.compile(r"\b(?:you|your|ye)\b", re.IGNORECASE)
 _REPORTED = re.compile(
     r"\bi (?:\w+ )?(?:called|told|said to|cursed|named|shouted at|yelled at|swore at|threatened|warned)\b",
     re.IGNORECASE,

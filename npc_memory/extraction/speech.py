@@ -60,17 +60,33 @@ _WORD_ANY_CASE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?", re.IGNORECASE)
 _SOFT_PUNCT = str.maketrans({"’": "'", "‘": "'"})
 _QUOTED = re.compile(r'"[^"]+"|“[^”]+”')
 """Words quoted within a line (a saying, what someone said): someone else's, reported."""
-_PAST = re.compile(
-    r"^\W*(?:(?:then|and|so|later|after that)\W+)?"
-    r"(\w+ed|found|took|put|ran|held|went|got|brought|caught|fought|stood|gave|made|did|set|shot|"
+_PAST_VERBS = (
+    r"\w+(?<!e)ed|found|took|put|ran|held|went|got|brought|caught|fought|stood|gave|made|did|set|shot|"
     r"threw|drove|rode|swam|dug|stole|slew|won|carried|kept|left|sold|bought|paid|built|rebuilt|broke|"
-    r"slipped|spent|lent|sent|hid|lost|beat|saw|met|told|taught|swore|tore|wore|wrote|bit)\b",
-    re.IGNORECASE,
+    r"slipped|spent|lent|sent|hid|lost|beat|saw|met|told|taught|swore|tore|wore|wrote|bit"
 )
+_PAST = re.compile(rf"^\W*(?:(?:then|and|so|later|after that)\W+)?({_PAST_VERBS})\b(?!['’])", re.IGNORECASE)
+_OWN_PAST = re.compile(
+    rf"\b(?:i|we)\s+(?:(?:then|just|once|also|only|even|\w+ly)\s+)?({_PAST_VERBS})\b(?!['’])", re.IGNORECASE
+)
+"""The speaker telling of having done something: "I slipped the purse under his door"."""
+_NOT_DEEDS = frozenset((
+    "said", "asked", "answered", "meant", "mentioned", "heard", "overheard", "thought", "knew", "saw",
+    "watched", "noticed", "spotted", "smelled", "felt", "seemed",
+    "wanted", "needed", "liked", "loved", "hated", "hoped", "wished", "lived", "used", "believed", "guessed",
+    "reckoned", "figured", "wondered", "learned", "remembered", "forgot", "supposed", "expected",
+    "enjoyed", "preferred", "missed", "worried", "decided", "promised", "agreed", "named", "called",
+    "got", "lost", "married", "moved", "started", "finished", "tried", "planned", "stayed", "waited",
+))
+"""Verbs in the past tense that tell of a thought, a feeling, a state or words, not a deed."""
+_SPOKEN_DEEDS = frozenset(("told", "swore"))
+"""Hearsay markers that, with the speaker as subject, tell of what the speaker did."""
 _PRESUPPOSED = re.compile(
     r"^\W*(?:(?:so|and|then|ah|oh)\W+)?(?:you'?re|you are|ye'?re) the one\b", re.IGNORECASE
 )
 """A question that takes its deed as known, asking only who: "You're the one pulled her out?"."""
+TO_LISTENER = re.compile(r"\b(?:you|your|ye|yours)\b", re.IGNORECASE)
+"""Words for the listener: what a clause holding one does, it does to or with them."""
 _NAMES_IN_ED = re.compile(r"\w{0,2}ed|\w*(?:fred|dred|fried)", re.IGNORECASE)
 """Names that end like a verb in the past tense: Ed, Ted, Ned, Fred, Alfred, Mildred."""
 
@@ -80,6 +96,7 @@ def told_in_past(text: str) -> bool:
     the speaker tells of having done ("Tracked him three days into the hills")."""
     found = _PAST.match(text)
     return found is not None and _NAMES_IN_ED.fullmatch(found.group(1)) is None
+
 
 
 class Clause(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -236,3 +253,22 @@ def agent(clause: Clause, end: int) -> Subject:
         if found is not None and (index == 0 or words[index - 1] not in PREPOSITIONS):
             return found
     return clause.subject
+
+
+def tells_own_deed(clause: Clause) -> bool:
+    """Whether ``clause`` is its speaker's account of something they did elsewhere, told
+    in the past tense ("I slipped the purse under his door", "Walked into his yard at
+    noon", "I told him his master was a fat tick"): not asked, supposed, heard from others
+    or a figure of speech, not a thought, a feeling or words to the listener ("I said", "I
+    loved her"), and not done to the listener ("I brought you these")."""
+    if clause.question or clause.hypothetical or clause.figure or TO_LISTENER.search(clause.text):
+        return False
+    if clause.subject not in ("first", "thing", "other"):
+        return False
+    found = _PAST.match(clause.text) if clause.subject != "first" else None
+    if found is not None and _NAMES_IN_ED.fullmatch(found.group(1)) is not None:
+        found = None  # "Fred went home": a name, not a verb
+    found = found or _OWN_PAST.search(clause.text)
+    if found is None or found.group(1).lower() in _NOT_DEEDS:
+        return False
+    return not clause.hearsay or found.group(1).lower() in _SPOKEN_DEEDS  # "I told him": the speaker's act
