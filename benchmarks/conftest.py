@@ -27,17 +27,19 @@ def cleanup() -> Iterator[None]:
 
 @pytest.fixture
 def full_pair() -> Iterator[npc_memory.MemoryPlugin]:
-    """Hilda holds 200 episodic, 50 semantic and 20 procedural memories of Alice,
-    spread over 60 game days, a tenth of them locked."""
+    """Hilda holds as many episodic, semantic and procedural memories of Alice as the
+    bundled pack's caps allow (300, 100 and 20), spread over 60 game days, a tenth of
+    them locked."""
     plugin = npc_memory.install(world="bench", pack="village", seed=3)
     plugin.add_npc(key="hilda", archetype="blacksmith")
     plugin.add_player(key="alice", faction="adventurers")
     rng = plugin.rng
     tags = ["trade", "helpful", "combat", "gift", "quest", "bandits", "weapons", "family"]
-    caps = {"episodic": 200, "semantic": 50, "procedural": 20}
+    limits = plugin.pack.memory
+    caps = {"episodic": limits.episodic_cap, "semantic": limits.semantic_cap, "procedural": limits.procedural_cap}
     for kind, count in caps.items():
         for i in range(count):
-            plugin.clock.advance(rng.random() * 60 * SECONDS_PER_DAY / 270)
+            plugin.clock.advance(rng.random() * 60 * SECONDS_PER_DAY / sum(caps.values()))
             memory_tags = [f"habit{i}"] if kind == "procedural" else rng.sample(tags, 2)  # distinct habits
             plugin.remember(
                 "hilda", "alice", f"{kind} memory {i} about {rng.choice(tags)}",

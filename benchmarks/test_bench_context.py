@@ -1,5 +1,6 @@
-"""The read path at the caps: recall and context for a pair holding 200 episodic, 50
-semantic and 20 procedural memories, with 500 facts; p50 and p99 per call."""
+"""The read path at the caps: recall and context for a pair holding as many memories as
+the bundled pack's caps allow (300 episodic, 100 semantic, 20 procedural), with 500
+facts; p50 and p99 per call."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ def test_bundled_village_pack() -> None:
     assert pack.relationships.tag_rules["theft"]["trust"] == -0.10
     assert [t.name for t in pack.relationships.thresholds] == [
         "hostile", "trusted_ally", "cowed", "respected", "best_friend", "despised"]
-    assert (pack.memory.episodic_cap, pack.memory.semantic_cap, pack.memory.procedural_cap) == (200, 50, 20)
+    assert (pack.memory.episodic_cap, pack.memory.semantic_cap, pack.memory.procedural_cap) == (300, 100, 20)
 
 
 def test_minimal_pack_gets_the_defaults() -> None:

@@ -272,7 +272,7 @@ class Village:
         plugin, t, changes = self.plugin, self.ticks, self.changes
         now = plugin.clock.now
         # Memories: locked, so no forgetting, eviction or consolidation ever removes them,
-        # and each pair stays far below the pack's caps (200 episodic per NPC and player,
+        # and each pair stays far below the pack's caps (300 episodic per NPC and player,
         # 2,000 per NPC): every NPC gets a handful over the run.
         for j in range(NOTES_PER_TICK):
             npc = npc_key(t * NOTES_PER_TICK + j)

@@ -398,6 +398,11 @@ class MemoryRules(_Model):
     become a procedural one, both worded by ``consolidation`` (see
     :class:`ConsolidationTemplates`).
 
+    Per NPC–player pair, at most ``episodic_cap``, ``semantic_cap`` and ``procedural_cap``
+    memories of each kind are kept: room for a long companionship's history (the 600
+    lines of 30 talks of a LoCoMo conversation leave ~250), while what bounds memory use
+    is the NPC's own cap below.
+
     Per NPC, at most ``memories_per_npc`` memories and ``players_per_npc`` players are
     kept (so memory use levels off under any load): past the first bound the least
     salient unlocked episodes are evicted, down to 90 % of it, as the NPC remembers
@@ -415,8 +420,8 @@ class MemoryRules(_Model):
     consolidate_min: Annotated[int, Field(ge=2, le=50)] = 3
     consolidate_after_days: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = 7.0
     habit_min: Annotated[int, Field(ge=2, le=50)] = 3
-    episodic_cap: PositiveInt = 200
-    semantic_cap: PositiveInt = 50
+    episodic_cap: PositiveInt = 300
+    semantic_cap: PositiveInt = 100
     procedural_cap: PositiveInt = 20
     memories_per_npc: PositiveInt = 2000
     players_per_npc: PositiveInt = 200

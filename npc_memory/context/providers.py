@@ -10,7 +10,8 @@ from npc_memory.components.knowledge import Fact
 from npc_memory.content.schema import MAX_RECALL_K, ContextWording
 from npc_memory.context.builder import ContextRequest, fit
 from npc_memory.rules.knowledge import is_expired
-from npc_memory.rules.text import STOP_WORDS, estimate_tokens
+from npc_memory.rules.text import STOP_WORDS
+from npc_memory.rules.tokens import tokens_of_length
 from npc_memory.safety import quote
 
 DEFAULT_WORDING = ContextWording()
@@ -139,7 +140,7 @@ class MemoryProvider:
             f"What you told {who}:",
             "What you remember of the world around you:",
         )
-        groups: tuple[list[str], ...] = tuple([] for _ in headers)
+        blocks = _Blocks(headers)
         shown = request.shown[self.name]
         left_out = None
         player = request.player.identity.key
@@ -151,31 +152,32 @@ class MemoryProvider:
             and f.disbelief in _DOUBTED
         }
         for memory in recalled:
-            group = groups[_section(memory, player, id(memory) in world)]
+            section = _section(memory, player, id(memory) in world)
             reason = (
                 memory.retracted
                 or withdrawn.get(memory.id)
                 or (memory.source == "heard" and doubted.get(memory.content))
             )
             note = _WITHDRAWN.get(reason or "", "")
-            group.append(f"- {quote(memory.content)} ({_provenance(memory, request)}{note.format(who=who)})")
-            if estimate_tokens(_blocks(headers, groups)) > budget:
-                group.pop()  # too long: a shorter one further down may still fit
+            provenance = f"{_provenance(memory, request)}{note.format(who=who)}"
+            blocks.add(section, f"- {quote(memory.content)} ({provenance})")
+            if blocks.tokens > budget:
+                blocks.pop(section)  # too long: a shorter one further down may still fit
                 left_out = left_out or memory
                 continue
             shown.append(memory)
         if left_out is not None and shown:  # the best memory left out, cut to the room left
-            group = groups[_section(left_out, player, id(left_out) in world)]
-            group.append("- «…»")  # what the line costs but its text (its section's header too)
-            room = 4 * (budget - estimate_tokens(_blocks(headers, groups)))
-            group.pop()
+            section = _section(left_out, player, id(left_out) in world)
+            blocks.add(section, "- «…»")  # what the line costs but its text (its section's header too)
+            room = 4 * (budget - blocks.tokens)
+            blocks.pop(section)
             if room >= 4 * self.line_tokens:
-                group.append(f"- {quote(left_out.content[:room] + '…')}")
-                if estimate_tokens(_blocks(headers, groups)) <= budget:
+                blocks.add(section, f"- {quote(left_out.content[:room] + '…')}")
+                if blocks.tokens <= budget:
                     shown.append(left_out)
                 else:
-                    group.pop()
-        return _blocks(headers, groups) or None
+                    blocks.pop(section)
+        return blocks.text() or None
 
 
 _WITHDRAWN = {
@@ -226,9 +228,45 @@ def _provenance(memory: Memory, request: ContextRequest) -> str:
     return when
 
 
-def _blocks(headers: tuple[str, ...], groups: tuple[list[str], ...]) -> str:
-    blocks = zip(headers, groups, strict=True)
-    return "\n".join("\n".join((header, *lines)) for header, lines in blocks if lines)
+class _Blocks:
+    """Lines under headers, each header shown only over lines of its own, with the length
+    of the text they make kept as lines come and go: what a line costs is known without
+    joining them all again."""
+
+    def __init__(self, headers: tuple[str, ...]) -> None:
+        self.headers = headers
+        self.groups: tuple[list[str], ...] = tuple([] for _ in headers)
+        self.filled = 0
+        """How many headers have lines."""
+        self.characters = 0
+        """The length of :meth:`text`."""
+
+    @property
+    def tokens(self) -> int:
+        """The estimated tokens of :meth:`text`."""
+        return tokens_of_length(self.characters)
+
+    def add(self, section: int, line: str) -> None:
+        """``line`` at the end of the lines under ``headers[section]``."""
+        group = self.groups[section]
+        if not group:
+            self.characters += len(self.headers[section]) + (1 if self.filled else 0)
+            self.filled += 1
+        group.append(line)
+        self.characters += 1 + len(line)
+
+    def pop(self, section: int) -> None:
+        """Take back the last line added under ``headers[section]``."""
+        group = self.groups[section]
+        self.characters -= 1 + len(group.pop())
+        if not group:
+            self.filled -= 1
+            self.characters -= len(self.headers[section]) + (1 if self.filled else 0)
+
+    def text(self) -> str:
+        """Each header with lines, then its lines, one to a line."""
+        blocks = zip(self.headers, self.groups, strict=True)
+        return "\n".join("\n".join((header, *lines)) for header, lines in blocks if lines)
 
 
 def hearsay(content: str, sure: bool) -> str:
@@ -272,18 +310,18 @@ class KnowledgeProvider:
 
         who = request.player.identity.name
         headers = (f"What you know about {who}:", "What you know of the world:")
-        groups: tuple[list[str], list[str]] = ([], [])
+        blocks = _Blocks(headers)
         chosen = (
             heapq.nlargest(most, about, key=lambda f: (f.importance, f.created)),
             heapq.nlargest(most, news, key=lambda f: (f.importance, f.created)),
         )
-        for group, facts in zip(groups, chosen, strict=True):
+        for section, facts in enumerate(chosen):
             for fact in facts:
-                group.append(line(fact))
-                if estimate_tokens(_blocks(headers, groups)) > budget:
-                    group.pop()
+                blocks.add(section, line(fact))
+                if blocks.tokens > budget:
+                    blocks.pop(section)
                     break
-        return _blocks(headers, groups) or None
+        return blocks.text() or None
 
 
 DEFAULT_PROVIDERS = (RelationshipProvider(), WorkingMemoryProvider(), MemoryProvider(), KnowledgeProvider())

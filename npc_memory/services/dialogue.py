@@ -59,6 +59,12 @@ class DialogueService:
     ) -> list[Memory]:
         """The ``k`` memories of ``npc`` about ``player`` (and world-scoped ones) best
         matching ``query``; recalled memories are strengthened unless ``strengthen`` is off."""
+        best = self.ranking(npc, player, query)[:k]
+        return self.strengthen(npc, player, best) if strengthen else best
+
+    def ranking(self, npc: NpcHandle, player: str | None, query: str) -> list[Memory]:
+        """Every memory of ``npc`` about ``player`` (and world-scoped ones), best match
+        for ``query`` first (relevance and salience, see :meth:`recall`)."""
         pairs = [npc.bank.world]
         if player is not None and (pair := npc.bank.pair(player)) is not None:
             pairs.insert(0, pair)
@@ -72,8 +78,7 @@ class DialogueService:
         ranked = recall_rules.rank(
             memories, saliences, documents, text_rules.terms(query), self.scorer, weight
         )
-        best = [memory for _, memory in ranked[:k]]
-        return self.strengthen(npc, player, best) if strengthen else best
+        return [memory for _, memory in ranked]
 
     def strengthen(self, npc: NpcHandle, player: str | None, memories: list[Memory]) -> list[Memory]:
         """Count one more recall of each of ``memories`` (held by ``npc`` about
@@ -118,6 +123,13 @@ class DialogueService:
             "disposition": f"{shown.disposition:+.2f}",
             "trust": f"{shown.trust:.2f}",
         }
+        rankings: dict[str, list[Memory]] = {}
+
+        def ranked(query: str) -> list[Memory]:  # once a query: the providers' second pass asks again
+            if query not in rankings:
+                rankings[query] = self.ranking(npc, key, query)
+            return rankings[query]
+
         request = ContextRequest(
             npc=npc,
             player=player,
@@ -126,7 +138,7 @@ class DialogueService:
             rules=self.state.pack.context,
             relationship=rel,
             recall=lambda query, k: self.recall(npc, key, query, k),
-            candidates=lambda query, k: self.recall(npc, key, query, k, strengthen=False),
+            candidates=lambda query, k: ranked(query)[:k],
             strengthen=lambda memories: self.strengthen(npc, key, memories),
             name_of=self.name_of,
         )
