@@ -16,14 +16,15 @@ def test_remember_at_the_cap_with_eviction(benchmark, full_pair: npc_memory.Memo
         plugin.remember("hilda", "alice", f"new event {next(counter)}", tags=["trade"], importance=0.7)
 
     benchmark(remember)
-    assert len(plugin.memories("hilda", "alice", kind="episodic")) == 200
+    assert len(plugin.memories("hilda", "alice", kind="episodic")) == plugin.pack.memory.episodic_cap
 
 
 def test_rank_a_full_pair_by_salience(benchmark, full_pair: npc_memory.MemoryPlugin) -> None:  # type: ignore[no-untyped-def]
     plugin = full_pair
     records = plugin.npc("hilda").bank.players["alice"].all()
     ranked = benchmark(rank_by_salience, records, plugin.clock.now)
-    assert len(ranked) == 270
+    caps = plugin.pack.memory
+    assert len(ranked) == caps.episodic_cap + caps.semantic_cap + caps.procedural_cap
 
 
 def test_adjust_relationship(benchmark, full_pair: npc_memory.MemoryPlugin) -> None:  # type: ignore[no-untyped-def]

@@ -20,7 +20,7 @@ def test_remember_with_the_most_tags_and_content_allowed(benchmark, full_pair: n
         plugin.remember("hilda", "alice", text, tags=tags, importance=0.7)
 
     benchmark(remember)
-    assert len(plugin.memories("hilda", "alice", kind="episodic")) == 200
+    assert len(plugin.memories("hilda", "alice", kind="episodic")) == plugin.pack.memory.episodic_cap
 
 
 def test_recall_with_the_longest_query_allowed(benchmark, full_pair: npc_memory.MemoryPlugin) -> None:  # type: ignore[no-untyped-def]
