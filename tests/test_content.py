@@ -64,6 +64,8 @@ def _problems(text: str) -> list[tuple[str, str]]:
          '[[relationships.thresholds]]\nname = "a"\ndimension = "fear"\ndirection = "above"\nvalue = 0.9\n',
          "relationships.thresholds", "duplicate threshold names: a"),
         (MINIMAL + "[memory]\nepisodic_cap = 0\n", "memory.episodic_cap", "greater than 0"),
+        (MINIMAL + '[extraction]\ngratitude_tag = "favour"\n', "extraction",
+         "gratitude_tag 'favour' is not one of the tags"),
         (MINIMAL + "[budgets]\nsnapshot_interval = nan\n", "budgets.snapshot_interval", "finite"),
     ],
 )

@@ -11,6 +11,7 @@ import pytest
 
 import npc_memory
 from npc_memory.clock import SECONDS_PER_DAY
+from npc_memory.content import load_pack, validate_pack
 from npc_memory.extraction.model import ExtractedMemory, ExtractionJob, Turn
 from npc_memory.extraction.rules import RuleBasedExtractor
 
@@ -146,6 +147,50 @@ def test_no_claim_of_a_deed_without_one_told(line: str) -> None:
     memories = read(("Hilda", "Cold night at the gate, and four hours of watch left."),
                     ("Mallory", line), ("Hilda", "Is that so."))
     assert [m for m in memories if m.source == "claimed"] == [], memories
+
+
+@pytest.mark.parametrize("thanks", [
+    "Thank you, truly. My girl's off with the fever.",
+    "...Thanks. Truly. You've a friend at this gate.",
+    "You've saved me an hour, you have.",
+    "Today I've got my flock, and that's your doing.",
+    "Bless you, child.",
+])
+def test_thanks_tell_of_a_good_turn_the_reader_found_no_words_for(thanks: str) -> None:
+    memories = read(("Hilda", "Steady the basin while I stitch."), ("Mallory", "Like this? Steady it is."),
+                    ("Hilda", thanks))
+    assert tagged(memories) == [("player", "witnessed", ("helpful",))], memories
+
+
+@pytest.mark.parametrize("lines", [
+    (("Mallory", "You've a lovely voice, mistress."), ("Hilda", "Thank you.")),  # politeness, no good turn
+    (("Mallory", "How's the forge these days?"), ("Hilda", "Busy. Thanks for asking.")),
+    (("Mallory", "I'll have the stew."), ("Hilda", "Don't thank me yet, it's my first go at it.")),
+    (("Mallory", "These herbs are off the ridge."), ("Hilda", "Herbs? What do I owe you for them?")),
+])
+def test_thanks_for_nothing_done_are_no_good_turn(lines: tuple[tuple[str, str], ...]) -> None:
+    assert [found for found in tagged(read(*lines)) if found[0] == "player"] == []
+
+
+def test_thanks_take_the_players_word_for_a_good_turn_done_for_the_npc() -> None:
+    account = ("Mallory", "Your fence was down on the north side. I drove the sheep back and lashed the posts.")
+    thanked = read(("Hilda", "Who mended my fence, then?"), account,
+                   ("Hilda", "Today I've got my flock, and that's your doing."))
+    assert tagged(thanked) == [("player", "said", ("helpful",))]
+    unthanked = read(("Hilda", "Who mended my fence, then?"), account, ("Hilda", "Did you now."))
+    assert tagged(unthanked) == [("player", "claimed", ("helpful",))]
+    boast = read(("Mallory", "I saved the miller's boy from the millrace last spring."), ("Hilda", "Bless you."))
+    assert tagged(boast) == [("player", "claimed", ("heroic",))]  # done for someone else: still a claim
+
+
+def test_a_pack_can_have_thanks_tell_nothing() -> None:
+    data = load_pack("village").model_dump()
+    data["extraction"]["gratitude_tag"] = None
+    job = ExtractionJob(
+        conversation="c", npc="hilda", npc_name="Hilda", player="p", player_name="Mallory",
+        turns=(Turn("Mallory", "Like this? Steady it is."), Turn("Hilda", "Thank you, truly.")),
+    )
+    assert [m.tags for m in RuleBasedExtractor(validate_pack(data).extraction).extract(job) if m.tags] == []
 
 
 def test_a_subject_left_out_is_the_one_before_it_in_the_line() -> None:

@@ -372,6 +372,18 @@ HARM_TO_NPC: list[str] = [
 ]
 """Words that make the player's deed one done to the NPC itself: a fight against it."""
 
+GRATITUDE: list[str] = [
+    r"thank(?:s| you)\W+(?:truly|kindly|so much|very much|from the bottom)",
+    r"thank(?:s| you),? for (?!asking|coming|nothing|stopping|listening|your (?:custom|business|time|company)"
+    r"|the (?:compliment|company|chat|talk))\w+",
+    r"thanks to you", r"(?:that'?s|it'?s|all) your doing", r"bless you", r"i owe you",
+    r"(?:i'?m|we'?re|i am|we are) (?:so |truly |very |ever so )?(?:grateful|in your debt)", r"much obliged",
+    r"you'?ve saved (?:me|us|my|our)", r"you'?re a (?:treasure|godsend|saint|lifesaver|marvel|wonder)",
+    r"you'?ll spoil me", r"(?:good|kind) of you",
+]
+"""The NPC thanking the player ("Thank you, truly.", "That's your doing.", "You've saved me an
+hour."): the player did something for it. Not a bare "thanks", which is also politeness."""
+
 NEGATIONS: list[str] = [
     "not", "no", "never", "won'?t", "don'?t", r"didn'?t(?! (?:have|need) to\b)", "can'?t", "isn'?t",
     "wasn'?t", "refuse",

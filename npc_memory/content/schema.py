@@ -894,7 +894,12 @@ class ExtractionRules(_Model):
     closes it a few lines on ("Done.", "Shake on it."), and then it was made with the
     player, whoever named the price; haggling that closes no deal is none. A deed of the
     player in a clause holding one of ``harm_to_npc`` ("you swung at me") is negative,
-    whatever its tags. The player's answer to one of ``personal_questions`` said by the NPC
+    whatever its tags. The NPC thanking the player (one of ``gratitude``: "Thank you, truly",
+    "that's your doing") tells that the player did something for it: in a conversation where
+    no other deed of the player is found, that is one, under ``gratitude_tag`` (``None``:
+    thanks tell nothing), and the player's account of a good deed done for the NPC ("your
+    fence was down; I lashed the posts") that the NPC then thanks them for is their word,
+    taken (``said``), not a claim. The player's answer to one of ``personal_questions`` said by the NPC
     ("Where are you from?"), and a line of the player that says their own name, are what
     they told about themselves (the ``personal`` tag) when no cue says otherwise.
 
@@ -926,6 +931,8 @@ class ExtractionRules(_Model):
     deal_tags: list[Key] = Field(default_factory=lambda: ["trade"])
     deal_markers: list[Pattern] = Field(default_factory=lambda: list(defaults.DEAL_MARKERS))
     harm_to_npc: list[Pattern] = Field(default_factory=lambda: list(defaults.HARM_TO_NPC))
+    gratitude: list[Pattern] = Field(default_factory=lambda: list(defaults.GRATITUDE))
+    gratitude_tag: Key | None = "helpful"
     openers: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(
         default_factory=lambda: list(defaults.OPENERS)
     )
@@ -958,10 +965,14 @@ class ExtractionRules(_Model):
         return _merged_over(defaults.EXTRACTION_TAGS, value)
 
     @model_validator(mode="after")
-    def _promise_tag_known(self) -> ExtractionRules:
+    def _named_tags_known(self) -> ExtractionRules:
         if self.promise_tag is not None and self.promise_tag not in self.tags:
             raise ValueError(
                 f"promise_tag {self.promise_tag!r} is not one of the tags: {', '.join(self.tags)}"
+            )
+        if self.gratitude_tag is not None and self.gratitude_tag not in self.tags:
+            raise ValueError(
+                f"gratitude_tag {self.gratitude_tag!r} is not one of the tags: {', '.join(self.tags)}"
             )
         if unknown := [tag for tag in self.deal_tags if tag not in self.tags]:
             raise ValueError(

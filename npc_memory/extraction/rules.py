@@ -120,12 +120,13 @@ def _names_the_doer(clause: Clause, start: int) -> bool:
 def _source_of(lead: Hit, valence: Valence) -> MemorySource:
     """How the NPC knows the deed ``lead`` tells (of ``valence`` to it): the player's own
     account of a deed is a claim, but of one against the NPC ("I took your apples") an
-    admission, in their own words (said); what the player tells of someone else,
+    admission, and of a good one done for the NPC that it thanked them for, their word taken,
+    both in their own words (said); what the player tells of someone else,
     hearsay; the NPC's own words, said; the rest (done in the conversation, or to the
     NPC) witnessed."""
     if lead.actor == "player" and lead.claim:
         against_npc = valence == "negative" and TO_LISTENER.search(lead.clause.text) is not None
-        return "said" if against_npc else "claimed"
+        return "said" if against_npc or lead.taken else "claimed"
     if lead.actor == "player":
         return "witnessed"
     if lead.actor == "npc":
@@ -144,6 +145,9 @@ class Hit(msgspec.Struct, frozen=True, gc=False):
     offer: bool = False
     promised: str | None = None
     """The deed tag the player promised, when this hit is that promise (``promise_tag``)."""
+    taken: bool = False
+    """The player's claim of a good deed done for the NPC, which the NPC then thanked them
+    for: their word, taken (``said``)."""
 
 
 @dataclass
@@ -266,6 +270,7 @@ class RuleBasedExtractor:
         self._personal_question = _any_of(self.rules.personal_questions)
         self._deal = _any_of(self.rules.deal_markers)
         self._harm = _any_of(self.rules.harm_to_npc)
+        self._gratitude = _any_of(self.rules.gratitude)
         self._deal_tags = frozenset(self.rules.deal_tags)
         self._told_tag = next((t for t, e in self._tags.items() if e.act == "fact" and t == "personal"), None)
         """The tag of what a player tells of themselves unprompted by a cue (see :meth:`_told`)."""
@@ -446,6 +451,9 @@ class RuleBasedExtractor:
         events: dict[tuple[str, str], list[Hit]] = {}
         facts: dict[int, Hit] = {}
         hits = self._exchanges(reading, hits)
+        thanked = self._thanked(reading)
+        if thanked is not None:
+            hits = self._thanks(reading, hits, thanked)
         promise = self.rules.promise_tag
         deed_lines = {h.clause.line for h in hits if self._tags[h.tag].act != "fact"}
         hostile = {id(h.clause) for h in hits if self._tags[h.tag].valence == "negative"}
@@ -530,6 +538,44 @@ class RuleBasedExtractor:
             if priced and first is not None:
                 traded = [Hit(self.rules.deal_tags[0], "player", first, claim=False)]
         return [h for h in kept if h.tag not in self._deal_tags] + traded
+
+    def _thanked(self, reading: Reading) -> int | None:
+        """The first line where the NPC thanks the player (one of ``gratitude``) for what
+        they said or did before it, not in a question nor after a negation ("Don't thank
+        me yet")."""
+        if self._gratitude is None:
+            return None
+        for line, turn in enumerate(reading.job.turns):
+            if reading.roles[line] != "npc" or "player" not in reading.roles[:line]:
+                continue  # (thanks for something the player said or did here)
+            for found in self._gratitude.finditer(turn.text):
+                sentence = next(
+                    (s for s in _SENTENCES.finditer(turn.text) if s.start() <= found.start() < s.end()), None
+                )
+                if sentence is None or sentence.group().rstrip().endswith("?"):
+                    continue
+                before = turn.text[sentence.start() : found.start()]
+                if self._negation is None or not self._negation.search(before):
+                    return line
+        return None
+
+    def _thanks(self, reading: Reading, hits: list[Hit], line: int) -> list[Hit]:
+        """``hits`` with the NPC's thanks on line ``line`` read: the player's claims of a
+        good deed done for the NPC before it are taken; with no deed or act of the player
+        found at all, the thanks are for one, under ``gratitude_tag``."""
+        tags = self._tags
+        taken = {
+            id(h) for h in hits
+            if h.actor == "player" and h.claim and h.clause.line < line and tags[h.tag].valence == "positive"
+            and TO_LISTENER.search(reading.job.turns[h.clause.line].text) is not None
+        }  # fmt: skip
+        if taken:
+            return [msgspec.structs.replace(h, taken=True) if id(h) in taken else h for h in hits]
+        tag = self.rules.gratitude_tag
+        if tag is None or any(h.actor == "player" and tags[h.tag].act != "fact" for h in hits):
+            return hits
+        clause = next(c for c in reading.clauses if c.line == line)
+        return [*hits, Hit(tag, "player", clause, claim=False)]
 
     def _dealt(self, clauses: Sequence[Clause]) -> int | None:
         """The last line of the talk with a clause that closes an exchange (one of
