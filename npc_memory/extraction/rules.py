@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
@@ -574,8 +574,8 @@ class RuleBasedExtractor:
         tag = self.rules.gratitude_tag
         if tag is None or any(h.actor == "player" and tags[h.tag].act != "fact" for h in hits):
             return hits
-        clause = next(c for c in reading.clauses if c.line == line)
-        return [*hits, Hit(tag, "player", clause, claim=False)]
+        clause = next((c for c in reading.clauses if c.line == line), None)
+        return hits if clause is None else [*hits, Hit(tag, "player", clause, claim=False)]
 
     def _dealt(self, clauses: Sequence[Clause]) -> int | None:
         """The last line of the talk with a clause that closes an exchange (one of
@@ -767,7 +767,7 @@ class RuleBasedExtractor:
         job: ExtractionJob,
         roles: list[Role],
         scored: list[tuple[int, float, str]],
-        told: set[int] = frozenset(),  # type: ignore[assignment]
+        told: Collection[int] = (),
     ) -> list[ExtractedMemory]:
         """Stretches of talk that say something without matching a cue, weightiest
         first: runs of up to ``gist_lines`` informative lines (``scored``, see
